@@ -1,1 +1,13 @@
-//! Placeholder: filled in by its issue.
+//! Plumbing shared by every callstream service: the topics as code, the
+//! Kafka client settings that make our producers and consumers agree with
+//! each other (and with Java clients), and telemetry set-up.
+//!
+//! Nothing here knows about the domain; services and the runtime build on it.
+
+pub mod admin;
+pub mod kafka;
+pub mod telemetry;
+pub mod topics;
+
+pub use kafka::KafkaSettings;
+pub use topics::{TopicKind, TopicSpec, Topics};

@@ -1,0 +1,188 @@
+//! Creating topics from their specs and checking the ones that exist.
+//!
+//! `ensure_topics` creates what is missing and reports, without touching
+//! them, the topics whose partition count or settings differ from the spec:
+//! changing those is an operator's decision (it may move keys between
+//! partitions), never a side effect of start-up.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, ResourceSpecifier, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+
+use crate::kafka::KafkaSettings;
+use crate::topics::TopicSpec;
+
+/// Something about an existing topic that is not what its spec says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Difference {
+    pub topic: String,
+    pub setting: String,
+    pub expected: String,
+    pub actual: String,
+}
+
+/// What `ensure_topics` did and found.
+#[derive(Debug, Default)]
+pub struct EnsureReport {
+    pub created: Vec<String>,
+    /// Topics that do not exist and were not created (`check_topics`).
+    pub missing: Vec<String>,
+    pub existing: Vec<String>,
+    pub differences: Vec<Difference>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum AdminError {
+    #[error("cannot reach Kafka at {servers}: {source}")]
+    Unreachable {
+        servers: String,
+        #[source]
+        source: KafkaError,
+    },
+    #[error("creating topic {topic} failed: {code}")]
+    CreateFailed {
+        topic: String,
+        code: RDKafkaErrorCode,
+    },
+    #[error("Kafka admin request failed: {0}")]
+    Kafka(#[from] KafkaError),
+}
+
+const ADMIN_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// An admin client for the cluster.
+pub fn admin_client(
+    settings: &KafkaSettings,
+) -> Result<AdminClient<DefaultClientContext>, AdminError> {
+    settings
+        .base_config()
+        .create()
+        .map_err(|source| AdminError::Unreachable {
+            servers: settings.bootstrap_servers.clone(),
+            source,
+        })
+}
+
+/// Partition counts of the named topics that exist; absent topics are left out.
+pub fn partition_counts(
+    admin: &AdminClient<DefaultClientContext>,
+    servers: &str,
+) -> Result<HashMap<String, i32>, AdminError> {
+    let metadata = admin
+        .inner()
+        .fetch_metadata(None, ADMIN_TIMEOUT)
+        .map_err(|source| AdminError::Unreachable {
+            servers: servers.to_string(),
+            source,
+        })?;
+    Ok(metadata
+        .topics()
+        .iter()
+        .filter(|t| t.error().is_none())
+        .map(|t| (t.name().to_string(), t.partitions().len() as i32))
+        .collect())
+}
+
+/// Creates the missing topics and reports differences on existing ones.
+pub async fn ensure_topics(
+    settings: &KafkaSettings,
+    specs: &[TopicSpec],
+) -> Result<EnsureReport, AdminError> {
+    reconcile(settings, specs, true).await
+}
+
+/// Reports missing topics and differences, changing nothing.
+pub async fn check_topics(
+    settings: &KafkaSettings,
+    specs: &[TopicSpec],
+) -> Result<EnsureReport, AdminError> {
+    reconcile(settings, specs, false).await
+}
+
+async fn reconcile(
+    settings: &KafkaSettings,
+    specs: &[TopicSpec],
+    create: bool,
+) -> Result<EnsureReport, AdminError> {
+    let admin = admin_client(settings)?;
+    let existing = partition_counts(&admin, &settings.bootstrap_servers)?;
+    let mut report = EnsureReport::default();
+    let options = AdminOptions::new().operation_timeout(Some(ADMIN_TIMEOUT));
+
+    let missing: Vec<&TopicSpec> = specs
+        .iter()
+        .filter(|s| !existing.contains_key(&s.name))
+        .collect();
+    if !create {
+        report.missing = missing.iter().map(|s| s.name.clone()).collect();
+    } else if !missing.is_empty() {
+        let configs: Vec<Vec<(&str, String)>> = missing.iter().map(|s| s.configs()).collect();
+        let new_topics: Vec<NewTopic> = missing
+            .iter()
+            .zip(&configs)
+            .map(|(spec, configs)| {
+                configs.iter().fold(
+                    NewTopic::new(
+                        &spec.name,
+                        spec.partitions,
+                        TopicReplication::Fixed(spec.replication_factor),
+                    ),
+                    |topic, (key, value)| topic.set(key, value),
+                )
+            })
+            .collect();
+        for result in admin.create_topics(&new_topics, &options).await? {
+            match result {
+                Ok(name) => report.created.push(name),
+                // Someone else created it between our metadata read and now.
+                Err((name, RDKafkaErrorCode::TopicAlreadyExists)) => report.existing.push(name),
+                Err((topic, code)) => return Err(AdminError::CreateFailed { topic, code }),
+            }
+        }
+    }
+
+    let present: Vec<&TopicSpec> = specs
+        .iter()
+        .filter(|s| existing.contains_key(&s.name))
+        .collect();
+    for spec in &present {
+        report.existing.push(spec.name.clone());
+        let actual = existing[&spec.name];
+        if actual != spec.partitions {
+            report.differences.push(Difference {
+                topic: spec.name.clone(),
+                setting: "partitions".into(),
+                expected: spec.partitions.to_string(),
+                actual: actual.to_string(),
+            });
+        }
+    }
+    if !present.is_empty() {
+        let resources: Vec<ResourceSpecifier> = present
+            .iter()
+            .map(|s| ResourceSpecifier::Topic(&s.name))
+            .collect();
+        let described = admin.describe_configs(&resources, &options).await?;
+        for (spec, result) in present.iter().zip(described) {
+            let Ok(resource) = result else { continue };
+            for (key, expected) in spec.configs() {
+                let actual = resource
+                    .get(key)
+                    .and_then(|entry| entry.value.clone())
+                    .unwrap_or_default();
+                if actual != expected {
+                    report.differences.push(Difference {
+                        topic: spec.name.clone(),
+                        setting: key.to_string(),
+                        expected,
+                        actual,
+                    });
+                }
+            }
+        }
+    }
+    Ok(report)
+}

@@ -1,0 +1,210 @@
+//! Every topic of the design, declared once: name, partitions, cleanup
+//! policy, retention and `min.insync.replicas`. `callstream topics create`
+//! and `cargo xtask up` create missing ones from this list and report the
+//! ones whose settings differ; nothing here deletes data.
+//!
+//! Event topics keep their data forever (`retention.ms=-1`): the log is the
+//! source of truth and every view must be rebuildable from offset 0.
+
+/// What a topic holds, which decides its cleanup policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TopicKind {
+    /// An append-only event stream, kept forever.
+    Events,
+    /// A table: the latest value per key matters (compacted).
+    Table,
+    /// Records parked for a person to look at; kept for a limited time.
+    DeadLetters,
+}
+
+/// One topic and the settings it must have.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicSpec {
+    pub name: String,
+    pub kind: TopicKind,
+    pub partitions: i32,
+    pub replication_factor: i32,
+    pub min_insync_replicas: i32,
+}
+
+/// Dead letters are kept for 30 days: long enough for someone to look.
+pub const DEAD_LETTER_RETENTION_MS: i64 = 30 * 24 * 60 * 60 * 1000;
+
+impl TopicSpec {
+    /// The topic-level configs this spec requires, as Kafka names them.
+    pub fn configs(&self) -> Vec<(&'static str, String)> {
+        let (cleanup, retention) = match self.kind {
+            TopicKind::Events => ("delete", -1),
+            TopicKind::Table => ("compact", -1),
+            TopicKind::DeadLetters => ("delete", DEAD_LETTER_RETENTION_MS),
+        };
+        vec![
+            ("cleanup.policy", cleanup.to_string()),
+            ("retention.ms", retention.to_string()),
+            ("min.insync.replicas", self.min_insync_replicas.to_string()),
+        ]
+    }
+}
+
+/// The logical topics of the design. The physical name is the logical name
+/// behind an optional prefix, so tests and tenants of a shared cluster can
+/// run whole pipelines side by side.
+pub const CALL_EVENTS: &str = "call-events";
+pub const CONTACT_COMMANDS: &str = "contact-commands";
+pub const SCHEDULE_REQUESTS: &str = "schedule-requests";
+pub const SCHEDULE_EVENTS: &str = "schedule-events";
+pub const LAUNCH_COMMANDS: &str = "launch-commands";
+pub const CALL_LAUNCHES: &str = "call-launches";
+pub const CRM_COMMANDS: &str = "crm-commands";
+pub const CRM_RESULTS: &str = "crm-results";
+pub const EXCEPTIONS: &str = "exceptions";
+pub const CONTACT_STATE: &str = "contact-state";
+pub const COMPLETION_MISSING: &str = "completion-missing";
+pub const COMPLETION_RESOLVED: &str = "completion-resolved";
+pub const ALERTS: &str = "alerts";
+pub const AUDIT: &str = "audit";
+pub const CONTROL: &str = "control";
+pub const DEAD_LETTERS: &str = "dead-letters";
+
+/// Every logical topic with its kind.
+pub const ALL: &[(&str, TopicKind)] = &[
+    (CALL_EVENTS, TopicKind::Events),
+    (CONTACT_COMMANDS, TopicKind::Events),
+    (SCHEDULE_REQUESTS, TopicKind::Events),
+    (SCHEDULE_EVENTS, TopicKind::Events),
+    (LAUNCH_COMMANDS, TopicKind::Events),
+    (CALL_LAUNCHES, TopicKind::Events),
+    (CRM_COMMANDS, TopicKind::Events),
+    (CRM_RESULTS, TopicKind::Events),
+    (EXCEPTIONS, TopicKind::Events),
+    (CONTACT_STATE, TopicKind::Table),
+    (COMPLETION_MISSING, TopicKind::Events),
+    (COMPLETION_RESOLVED, TopicKind::Events),
+    (ALERTS, TopicKind::Events),
+    (AUDIT, TopicKind::Events),
+    (CONTROL, TopicKind::Table),
+    (DEAD_LETTERS, TopicKind::DeadLetters),
+];
+
+/// Physical topic names and the settings to create them with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Topics {
+    /// Put in front of every logical name (`CALLSTREAM_TOPIC_PREFIX`), empty in production.
+    pub prefix: String,
+    /// Partitions of every topic (`CALLSTREAM_TOPIC_PARTITIONS`, default 12).
+    /// One count for all keeps co-partitioned inputs equal by construction.
+    pub partitions: i32,
+    /// `CALLSTREAM_REPLICATION_FACTOR`, default 1 (the dev stack has one broker).
+    pub replication_factor: i32,
+    /// `CALLSTREAM_MIN_INSYNC_REPLICAS`, default 1; 2 with three replicas in production.
+    pub min_insync_replicas: i32,
+}
+
+/// Default partition count of every topic.
+pub const DEFAULT_PARTITIONS: i32 = 12;
+
+impl Default for Topics {
+    fn default() -> Self {
+        Self {
+            prefix: String::new(),
+            partitions: DEFAULT_PARTITIONS,
+            replication_factor: 1,
+            min_insync_replicas: 1,
+        }
+    }
+}
+
+/// A setting from the environment that is not a number.
+#[derive(Debug, thiserror::Error)]
+#[error("{name}={value:?} is not a positive whole number")]
+pub struct BadSetting {
+    pub name: &'static str,
+    pub value: String,
+}
+
+fn env_number(name: &'static str, default: i32) -> Result<i32, BadSetting> {
+    match std::env::var(name) {
+        Err(_) => Ok(default),
+        Ok(value) => match value.trim().parse::<i32>() {
+            Ok(n) if n > 0 => Ok(n),
+            _ => Err(BadSetting { name, value }),
+        },
+    }
+}
+
+impl Topics {
+    /// Topics named behind `prefix`, with default settings.
+    pub fn with_prefix(prefix: impl Into<String>) -> Self {
+        Self {
+            prefix: prefix.into(),
+            ..Self::default()
+        }
+    }
+
+    /// Reads the `CALLSTREAM_TOPIC_*` settings described on the fields.
+    pub fn from_env() -> Result<Self, BadSetting> {
+        Ok(Self {
+            prefix: std::env::var("CALLSTREAM_TOPIC_PREFIX").unwrap_or_default(),
+            partitions: env_number("CALLSTREAM_TOPIC_PARTITIONS", DEFAULT_PARTITIONS)?,
+            replication_factor: env_number("CALLSTREAM_REPLICATION_FACTOR", 1)?,
+            min_insync_replicas: env_number("CALLSTREAM_MIN_INSYNC_REPLICAS", 1)?,
+        })
+    }
+
+    /// The physical name of a logical topic.
+    pub fn name(&self, logical: &str) -> String {
+        format!("{}{}", self.prefix, logical)
+    }
+
+    /// The specs of every topic of the design.
+    pub fn specs(&self) -> Vec<TopicSpec> {
+        ALL.iter()
+            .map(|(logical, kind)| self.spec(logical, *kind))
+            .collect()
+    }
+
+    /// The spec of one topic, including ones outside the design's list
+    /// (such as a processor's changelog).
+    pub fn spec(&self, logical: &str, kind: TopicKind) -> TopicSpec {
+        TopicSpec {
+            name: self.name(logical),
+            kind,
+            partitions: self.partitions,
+            replication_factor: self.replication_factor,
+            min_insync_replicas: self.min_insync_replicas,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_design_topic_is_declared_once() {
+        let mut names: Vec<_> = ALL.iter().map(|(n, _)| *n).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), ALL.len());
+    }
+
+    #[test]
+    fn tables_are_compacted_and_events_kept_forever() {
+        let topics = Topics::with_prefix("t1-");
+        for spec in topics.specs() {
+            assert!(spec.name.starts_with("t1-"));
+            let configs = spec.configs();
+            let cleanup = &configs[0].1;
+            let retention = &configs[1].1;
+            match spec.kind {
+                TopicKind::Table => assert_eq!(cleanup, "compact", "{}", spec.name),
+                TopicKind::Events => {
+                    assert_eq!((cleanup.as_str(), retention.as_str()), ("delete", "-1"))
+                }
+                TopicKind::DeadLetters => assert_eq!(cleanup, "delete"),
+            }
+        }
+        let control = topics.specs().into_iter().find(|s| s.name == "t1-control");
+        assert_eq!(control.map(|s| s.kind), Some(TopicKind::Table));
+    }
+}
