@@ -1,1 +1,105 @@
-fn main() {}
+//! `cargo xtask`: every developer command of callstream (the matklad "cargo xtask" pattern).
+//!
+//! The dev stack it runs is a real Kafka broker (official jars from Maven Central, KRaft) and a
+//! real Postgres, both on loopback, with all their state under `<repo>/.stack/`. Commands are
+//! idempotent: `up` twice starts things once, `down` stops only what `up` started.
+
+mod cargo_cmds;
+mod kafka;
+mod layout;
+mod postgres;
+mod procs;
+mod stack;
+mod summary;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use layout::Layout;
+
+#[derive(Parser)]
+#[command(
+    name = "cargo xtask",
+    bin_name = "cargo xtask",
+    about = "Developer commands of callstream: the local Kafka + Postgres stack, tests, demo, benchmarks",
+    after_help = "State lives in <repo>/.stack/. Kafka: 127.0.0.1:9092 (log .stack/kafka/kafka.log). \
+                  Postgres: postgres://postgres@127.0.0.1:5432/callstream (log .stack/postgres/postgres.log)."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Start Kafka (KRaft, 127.0.0.1:9092) and Postgres (127.0.0.1:5432, database `callstream`),
+    /// wait until both answer, and create the topics. Does nothing for what already runs.
+    ///
+    /// Fetches the Kafka jars with mvn on first use (cached in .stack/kafka/libs and ~/.m2),
+    /// installs PostgreSQL from Debian's packages when missing, and reuses a Kafka or Postgres
+    /// that already answers on those ports (without ever stopping it).
+    Up {
+        /// Do not build `callstream` and run `callstream topics create`.
+        #[arg(long)]
+        no_topics: bool,
+    },
+    /// Stop what `up` started (by pid); servers that xtask did not start are left alone.
+    Down,
+    /// Say what runs: each service, its address, pid and log.
+    Status,
+    /// Stop the stack and delete its data (Kafka logs, the Postgres cluster); the fetched jars
+    /// stay, so the next `up` starts from empty storage without downloading.
+    Reset,
+    /// Bring the stack up, create the topics, run `cargo test --workspace` against it, and end
+    /// with `N passed, N failed`. Exits non-zero when anything fails.
+    ///
+    /// Extra arguments go to `cargo test`: `cargo xtask test -p callstream-e2e -- --nocapture`.
+    /// Tests get KAFKA_BOOTSTRAP_SERVERS, DATABASE_URL and CALLSTREAM_KAFKA_LIBS.
+    Test {
+        /// Arguments for `cargo test` (a `-p` replaces the default `--workspace`).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+    /// The main job, as far as it exists: the stack up, the topics created, the state shown.
+    Demo,
+    /// Bring the stack up and run one benchmark: `cargo run --release -p callstream-bench -- NAME`.
+    Bench {
+        /// Which benchmark to run.
+        name: String,
+        /// Further arguments for the benchmark.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let layout = Layout::discover();
+    let result = match cli.command {
+        Cmd::Up { no_topics } => stack::up(&layout).map(|()| {
+            // The stack is up either way; a broken build must not make `up` fail.
+            if !no_topics {
+                if let Err(e) = cargo_cmds::create_topics(&layout) {
+                    println!("topics: warning: {e:#}");
+                }
+            }
+        }),
+        Cmd::Down => stack::down(&layout),
+        Cmd::Status => {
+            stack::status(&layout);
+            Ok(())
+        }
+        Cmd::Reset => stack::reset(&layout),
+        Cmd::Test { args } => cargo_cmds::test(&layout, &args),
+        Cmd::Demo => cargo_cmds::demo(&layout),
+        Cmd::Bench { name, args } => cargo_cmds::bench(&layout, &name, &args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,167 @@
+//! The commands that build and run the workspace against the stack: `test`, `demo`, `bench`,
+//! and creating the topics with the `callstream` binary.
+//!
+//! Every one brings the stack up first (a no-op when it runs) and hands the stack's addresses
+//! to what it runs through the environment, so tests and tools never hard-code them.
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+use anyhow::{bail, Context, Result};
+
+use crate::layout::{self, Layout};
+use crate::stack;
+use crate::summary::Tally;
+
+fn cargo() -> Command {
+    Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+}
+
+/// The stack's addresses, as every test, tool and benchmark reads them.
+pub fn stack_env(layout: &Layout) -> Vec<(&'static str, String)> {
+    vec![
+        ("KAFKA_BOOTSTRAP_SERVERS", layout::kafka_bootstrap()),
+        ("DATABASE_URL", layout::database_url()),
+        (
+            "CALLSTREAM_KAFKA_LIBS",
+            layout.kafka_libs().display().to_string(),
+        ),
+    ]
+}
+
+fn callstream_bin(layout: &Layout) -> PathBuf {
+    layout.target_dir().join("debug").join("callstream")
+}
+
+/// Builds `callstream` and runs `callstream topics create`. When the binary has no such
+/// subcommand yet, warns and returns Ok(false).
+pub fn create_topics(layout: &Layout) -> Result<bool> {
+    let status = cargo()
+        .args(["build", "--quiet", "-p", "callstream"])
+        .current_dir(&layout.repo)
+        .status()
+        .context("running cargo build -p callstream")?;
+    if !status.success() {
+        bail!("`cargo build -p callstream` failed ({status}), so topics cannot be created");
+    }
+    let bin = callstream_bin(layout);
+    let supported = Command::new(&bin)
+        .args(["topics", "create", "--help"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !supported {
+        println!(
+            "topics: warning: {} has no `topics create` subcommand yet; no topics created",
+            layout.show(&bin)
+        );
+        return Ok(false);
+    }
+    let status = Command::new(&bin)
+        .args(["topics", "create", "--bootstrap-servers"])
+        .arg(layout::kafka_bootstrap())
+        .envs(stack_env(layout))
+        .current_dir(&layout.repo)
+        .status()
+        .with_context(|| format!("running {}", bin.display()))?;
+    if !status.success() {
+        bail!("`callstream topics create` failed ({status})");
+    }
+    Ok(true)
+}
+
+/// `cargo test` over the workspace (or what `args` select), streamed through, with a final
+/// `N passed, N failed` line. Fails when cargo or any test fails.
+pub fn test(layout: &Layout, args: &[String]) -> Result<()> {
+    stack::up(layout)?;
+    create_topics(layout)?;
+
+    let mut cmd = cargo();
+    cmd.arg("test");
+    let selects_packages = args.iter().any(|a| {
+        a.starts_with("-p") || a.starts_with("--package") || a == "--workspace" || a == "--all"
+    });
+    if !selects_packages {
+        cmd.arg("--workspace");
+    }
+    if !args.iter().any(|a| a == "--no-fail-fast") {
+        // Run every test binary even after a failure, so the summary covers the whole run.
+        cmd.arg("--no-fail-fast");
+    }
+    cmd.args(args)
+        .envs(stack_env(layout))
+        .current_dir(&layout.repo)
+        .stdout(Stdio::piped());
+    println!("test: running {cmd:?}");
+    let mut child = cmd.spawn().context("starting cargo test")?;
+    let mut tally = Tally::default();
+    if let Some(stdout) = child.stdout.take() {
+        for line in BufReader::new(stdout).lines() {
+            let line = line.context("reading cargo test's output")?;
+            println!("{line}");
+            tally.add_line(&line);
+        }
+    }
+    let status = child.wait()?;
+    if !status.success() && tally.failed == 0 {
+        println!("test: cargo test failed ({status}) outside the tests (a build error?)");
+    }
+    println!("{} passed, {} failed", tally.passed, tally.failed);
+    if !status.success() || tally.failed > 0 {
+        bail!("tests failed");
+    }
+    Ok(())
+}
+
+/// The demo of this stage: the stack, its topics, and what runs.
+pub fn demo(layout: &Layout) -> Result<()> {
+    stack::up(layout)?;
+    create_topics(layout)?;
+    println!();
+    stack::status(layout);
+    println!(
+        "\nTry the standard tools: java -cp '{}/*' org.apache.kafka.tools.TopicCommand \
+         --bootstrap-server {} --list",
+        layout.kafka_libs().display(),
+        layout::kafka_bootstrap()
+    );
+    Ok(())
+}
+
+/// `cargo run --release -p callstream-bench -- NAME ARGS...` against the stack.
+pub fn bench(layout: &Layout, name: &str, args: &[String]) -> Result<()> {
+    let out = cargo()
+        .args([
+            "metadata",
+            "--no-deps",
+            "--format-version",
+            "1",
+            "--offline",
+        ])
+        .current_dir(&layout.repo)
+        .stderr(Stdio::inherit())
+        .output()
+        .context("running cargo metadata")?;
+    let metadata = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() || !metadata.contains("\"name\":\"callstream-bench\"") {
+        bail!(
+            "there is no `callstream-bench` package in this workspace yet, so there is no \
+             benchmark `{name}` to run"
+        );
+    }
+    stack::up(layout)?;
+    let status = cargo()
+        .args(["run", "--release", "-p", "callstream-bench", "--"])
+        .arg(name)
+        .args(args)
+        .envs(stack_env(layout))
+        .current_dir(&layout.repo)
+        .status()
+        .context("running cargo run -p callstream-bench")?;
+    if !status.success() {
+        bail!("benchmark `{name}` failed ({status})");
+    }
+    Ok(())
+}

@@ -1,0 +1,130 @@
+//! Process and port helpers shared by the Kafka and Postgres parts of the stack.
+//!
+//! xtask stops only processes it can prove are its own: a pid from its own pid file whose
+//! command line (read from /proc) still names the files it started them with. A recycled pid
+//! or a foreign server on our port is never signalled.
+
+use std::fs;
+use std::io::{Read, Seek, SeekFrom};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Command, Output};
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+/// The command line of a live process, arguments joined by spaces; None when it is gone.
+pub fn cmdline(pid: u32) -> Option<String> {
+    let raw = fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    if raw.is_empty() {
+        return None; // a zombie: exited, not yet reaped
+    }
+    let parts: Vec<String> = raw
+        .split(|b| *b == 0)
+        .filter(|p| !p.is_empty())
+        .map(|p| String::from_utf8_lossy(p).into_owned())
+        .collect();
+    Some(parts.join(" "))
+}
+
+pub fn is_alive(pid: u32) -> bool {
+    cmdline(pid).is_some()
+}
+
+/// Reads a pid file; None when it is absent or does not hold a number.
+pub fn read_pid(path: &Path) -> Option<u32> {
+    fs::read_to_string(path)
+        .ok()?
+        .lines()
+        .next()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// Sends `signal` (a `kill` name like TERM) and waits up to `grace` for the process to end.
+/// Returns false when it is still alive afterwards.
+pub fn signal_and_wait(pid: u32, signal: &str, grace: Duration) -> Result<bool> {
+    let status = Command::new("kill")
+        .arg(format!("-{signal}"))
+        .arg(pid.to_string())
+        .status()
+        .context("running kill")?;
+    if !status.success() && is_alive(pid) {
+        bail!("kill -{signal} {pid} failed");
+    }
+    let deadline = Instant::now() + grace;
+    while Instant::now() < deadline {
+        if !is_alive(pid) {
+            return Ok(true);
+        }
+        sleep(Duration::from_millis(200));
+    }
+    Ok(!is_alive(pid))
+}
+
+/// True when something accepts TCP connections on the address.
+pub fn port_answers(addr: SocketAddr) -> bool {
+    TcpStream::connect_timeout(&addr, Duration::from_millis(500)).is_ok()
+}
+
+/// True when the port cannot be bound (someone listens, even if it refuses to talk to us).
+pub fn port_taken(addr: SocketAddr) -> bool {
+    port_answers(addr) || TcpListener::bind(addr).is_err()
+}
+
+/// The last `n` lines of a (log) file, for failure messages; empty when unreadable.
+pub fn tail(path: &Path, n: usize) -> String {
+    let Ok(mut file) = fs::File::open(path) else {
+        return String::new();
+    };
+    // Logs can be large; the last 64 KiB hold far more than the lines we show.
+    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let _ = file.seek(SeekFrom::Start(len.saturating_sub(64 * 1024)));
+    let mut buf = Vec::new();
+    let _ = file.read_to_end(&mut buf);
+    tail_text(&String::from_utf8_lossy(&buf), n)
+}
+
+/// The last `n` lines of a text.
+pub fn tail_text(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// Finds an executable on PATH.
+pub fn which(name: &str) -> Option<std::path::PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|candidate| candidate.is_file())
+}
+
+/// Runs a command to completion, capturing its output; fails with the command's own words.
+pub fn run_captured(cmd: &mut Command, what: &str) -> Result<Output> {
+    let out = cmd
+        .output()
+        .with_context(|| format!("could not start {what} ({cmd:?})"))?;
+    if !out.status.success() {
+        bail!(
+            "{what} failed ({}):\n{}{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Ok(out)
+}
+
+/// Polls `check` until it succeeds or `timeout` passes; returns the last error on timeout.
+pub fn wait_for<T>(timeout: Duration, mut check: impl FnMut() -> Result<T>) -> Result<T> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        match check() {
+            Ok(value) => return Ok(value),
+            Err(e) if Instant::now() >= deadline => return Err(e),
+            Err(_) => sleep(Duration::from_millis(500)),
+        }
+    }
+}

@@ -1,0 +1,113 @@
+//! The dev stack as a whole: Kafka and Postgres together, and the lock that keeps two xtask
+//! runs (say, two `cargo xtask test` at once) from starting the same service twice.
+
+use std::fs;
+use std::path::PathBuf;
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+use crate::layout::Layout;
+use crate::{kafka, postgres, procs};
+
+const LOCK_WAIT: Duration = Duration::from_secs(600);
+
+/// Held while xtask changes the stack. A directory, because creating one is atomic on every
+/// filesystem; it names its holder's pid so a crashed holder's lock is taken over.
+pub struct StackLock {
+    dir: PathBuf,
+}
+
+impl StackLock {
+    pub fn acquire(layout: &Layout) -> Result<Self> {
+        fs::create_dir_all(&layout.stack)
+            .with_context(|| format!("creating {}", layout.stack.display()))?;
+        let dir = layout.stack.join("xtask.lock");
+        let pid_file = dir.join("pid");
+        let deadline = Instant::now() + LOCK_WAIT;
+        let mut told = false;
+        loop {
+            match fs::create_dir(&dir) {
+                Ok(()) => {
+                    fs::write(&pid_file, std::process::id().to_string())?;
+                    return Ok(Self { dir });
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(e).context(format!("creating {}", dir.display())),
+            }
+            match procs::read_pid(&pid_file) {
+                Some(pid) if procs::is_alive(pid) => {
+                    if !told {
+                        println!("stack: waiting for another xtask (pid {pid}) to finish ...");
+                        told = true;
+                    }
+                }
+                // The holder died (or is between create_dir and writing its pid: give it a
+                // moment before calling the lock stale).
+                _ => {
+                    sleep(Duration::from_millis(300));
+                    if procs::read_pid(&pid_file).is_none_or(|pid| !procs::is_alive(pid)) {
+                        let _ = fs::remove_dir_all(&dir);
+                        continue;
+                    }
+                }
+            }
+            if Instant::now() > deadline {
+                bail!("another xtask has held {} for {LOCK_WAIT:?}", dir.display());
+            }
+            sleep(Duration::from_millis(300));
+        }
+    }
+}
+
+impl Drop for StackLock {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.dir);
+    }
+}
+
+pub fn up(layout: &Layout) -> Result<()> {
+    let started = Instant::now();
+    {
+        let _lock = StackLock::acquire(layout)?;
+        kafka::up(layout)?;
+        postgres::up(layout)?;
+    }
+    println!("stack: up in {:.1?}", started.elapsed());
+    status(layout);
+    Ok(())
+}
+
+pub fn down(layout: &Layout) -> Result<()> {
+    let _lock = StackLock::acquire(layout)?;
+    // Try both even if the first fails, then report the first failure.
+    let kafka = kafka::down(layout);
+    let postgres = postgres::down(layout);
+    kafka.and(postgres)
+}
+
+pub fn status(layout: &Layout) {
+    println!("{}", kafka::describe(layout));
+    println!("{}", postgres::describe(layout));
+    println!(
+        "kafka jars (for the standard tools): {}",
+        layout.show(&layout.kafka_libs())
+    );
+}
+
+/// Stops the stack and deletes its data; the fetched jars stay, so the next `up` is offline.
+pub fn reset(layout: &Layout) -> Result<()> {
+    down(layout)?;
+    let _lock = StackLock::acquire(layout)?;
+    for dir in [layout.kafka_data(), layout.postgres_dir()] {
+        if dir.exists() {
+            fs::remove_dir_all(&dir).with_context(|| format!("deleting {}", dir.display()))?;
+            println!("reset: deleted {}", layout.show(&dir));
+        }
+    }
+    for file in [layout.kafka_log(), layout.kafka_pid()] {
+        let _ = fs::remove_file(file);
+    }
+    Ok(())
+}
