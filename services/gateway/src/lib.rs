@@ -1,1 +1,19 @@
-//! Placeholder: filled in by its issue.
+//! The ingest gateway: signed provider webhooks and CRM launch requests in,
+//! durable Kafka records out.
+//!
+//! Its one promise: it answers 202 (with the event id) only once Kafka's
+//! delivery report says the record is in the log (`acks=all`, idempotent
+//! producer), and anything it cannot make durable within a bounded time it
+//! refuses with 503 and `Retry-After`, so the sender retries. It never
+//! interprets what it carries: statuses and analyses travel raw.
+
+pub mod config;
+pub mod error;
+pub mod event;
+pub mod provider;
+pub mod secret;
+pub mod testkit;
+pub mod verify;
+
+pub use config::GatewayConfig;
+pub use error::ApiError;

@@ -1,0 +1,178 @@
+//! Tests of config resolution: secrets from the environment and files,
+//! redaction, and the mistakes that must stop start-up.
+
+use std::collections::HashMap;
+
+use super::*;
+
+struct FakeEnv(HashMap<&'static str, &'static str>);
+
+impl Lookup for FakeEnv {
+    fn var(&self, name: &str) -> Option<String> {
+        self.0.get(name).map(|v| v.to_string())
+    }
+}
+
+fn env() -> FakeEnv {
+    FakeEnv(HashMap::from([
+        ("TWILIO_TOKEN", "tok-123"),
+        ("TWILIO_TOKEN_OLD", "tok-old"),
+        ("WHSEC", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"),
+        ("LAUNCH_TOKEN", "launch-secret"),
+        ("EMPTY", "  "),
+    ]))
+}
+
+fn resolve(text: &str) -> Result<GatewayConfig, ConfigError> {
+    let file: FileConfig = toml::from_str(text).map_err(|source| ConfigError::Parse {
+        path: "test.toml".into(),
+        source,
+    })?;
+    file.resolve(
+        KafkaSettings::new("127.0.0.1:9092", "t"),
+        Topics::default(),
+        &env(),
+    )
+}
+
+const GOOD: &str = r#"
+listen = "127.0.0.1:9000"
+public_base_url = "https://gw.example.com/"
+produce_timeout_ms = 2500
+
+[[integrations]]
+id = "acme-voice"
+tenant = "acme"
+provider = "twilio"
+secrets = [{ env = "TWILIO_TOKEN" }, { env = "TWILIO_TOKEN_OLD" }]
+rate_per_second = 50
+
+[[integrations]]
+id = "acme-ai"
+tenant = "acme"
+provider = "json"
+secrets = [{ env = "WHSEC" }]
+
+[[tenants]]
+tenant = "acme"
+tokens = [{ env = "LAUNCH_TOKEN" }, { sha256 = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08" }]
+"#;
+
+#[test]
+fn a_full_file_resolves() {
+    let config = resolve(GOOD).unwrap();
+    assert_eq!(config.listen.to_string(), "127.0.0.1:9000");
+    assert_eq!(config.public_base_url, "https://gw.example.com");
+    assert_eq!(config.produce_timeout, Duration::from_millis(2500));
+    assert_eq!(config.max_body_bytes, 64 * 1024);
+    let twilio = &config.integrations[0];
+    assert_eq!(
+        (twilio.provider, twilio.tenant_id.as_str()),
+        (ProviderKind::Twilio, "acme")
+    );
+    assert_eq!(twilio.secrets[0].expose(), b"tok-123");
+    assert_eq!(twilio.rate_limit.per_second.get(), 50);
+    assert_eq!(twilio.rate_limit.burst.get(), 100);
+    // whsec_ secrets are decoded to their key bytes at load.
+    assert_eq!(config.integrations[1].secrets[0].expose().len(), 24);
+    let tenant = &config.tenants[0];
+    assert_eq!(tenant.token_hashes[0], hash_token(b"launch-secret"));
+    assert_eq!(tenant.token_hashes[1], hash_token(b"test"));
+}
+
+#[test]
+fn debug_output_never_shows_secrets() {
+    let shown = format!("{:?}", resolve(GOOD).unwrap());
+    for secret in ["tok-123", "tok-old", "MfKQ9r8G", "launch-secret"] {
+        assert!(!shown.contains(secret), "{secret} leaked");
+    }
+    assert!(shown.contains("acme-voice"));
+}
+
+#[test]
+fn secrets_can_come_from_files() {
+    let dir = std::env::temp_dir().join(format!("gw-config-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("token");
+    std::fs::write(&path, "from-file\n").unwrap();
+    let text = format!(
+        "[[integrations]]\nid = \"i\"\ntenant = \"t\"\nprovider = \"twilio\"\nsecrets = [{{ file = {:?} }}]\n",
+        path.display().to_string()
+    );
+    let config = resolve(&text).unwrap();
+    assert_eq!(config.integrations[0].secrets[0].expose(), b"from-file");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn mistakes_stop_start_up() {
+    let integration = |provider: &str, secrets: &str| {
+        format!("[[integrations]]\nid = \"i\"\ntenant = \"t\"\nprovider = \"{provider}\"\nsecrets = {secrets}\n")
+    };
+    let cases = [
+        (
+            "unknown provider",
+            integration("vonage", "[{ env = \"TWILIO_TOKEN\" }]"),
+        ),
+        (
+            "unset variable",
+            integration("twilio", "[{ env = \"NOPE\" }]"),
+        ),
+        (
+            "empty variable",
+            integration("twilio", "[{ env = \"EMPTY\" }]"),
+        ),
+        ("no secrets", integration("twilio", "[]")),
+        (
+            "json secret without whsec_",
+            integration("json", "[{ env = \"TWILIO_TOKEN\" }]"),
+        ),
+        (
+            "sha256 for a webhook secret",
+            integration("twilio", "[{ sha256 = \"00\" }]"),
+        ),
+        (
+            "missing file",
+            integration("twilio", "[{ file = \"/nonexistent/x\" }]"),
+        ),
+        (
+            "inline secret",
+            integration("twilio", "[{ value = \"tok\" }]"),
+        ),
+        (
+            "duplicate id",
+            format!(
+                "{}{}",
+                integration("twilio", "[{ env = \"TWILIO_TOKEN\" }]"),
+                integration("twilio", "[{ env = \"TWILIO_TOKEN\" }]")
+            ),
+        ),
+        ("bad listen", "listen = \"nowhere\"".to_string()),
+        (
+            "bad base url",
+            "public_base_url = \"gw.example.com\"".to_string(),
+        ),
+        ("unknown key", "colour = \"blue\"".to_string()),
+        (
+            "short sha256",
+            "[[tenants]]\ntenant = \"t\"\ntokens = [{ sha256 = \"abcd\" }]".to_string(),
+        ),
+        (
+            "tenant without tokens",
+            "[[tenants]]\ntenant = \"t\"\ntokens = []".to_string(),
+        ),
+    ];
+    for (name, text) in cases {
+        let err = resolve(&text).expect_err(name);
+        let shown = err.to_string();
+        assert!(!shown.contains("tok-123"), "{name}: {shown}");
+    }
+}
+
+#[test]
+fn an_empty_file_gives_defaults() {
+    let config = resolve("").unwrap();
+    assert!(config.integrations.is_empty());
+    assert_eq!(config.signature_tolerance, Duration::from_secs(300));
+    assert_eq!(config.listen.port(), 8080);
+}

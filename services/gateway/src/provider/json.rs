@@ -1,0 +1,180 @@
+//! JSON call events signed with the Standard Webhooks scheme: the neutral
+//! format for AI voice platforms, carrying the call's analysis (outcome,
+//! answered by, a callback request in the lead's words, do-not-call or an
+//! urgent request). The format is documented in the crate's README.
+//!
+//! The whole body is signed, so every field in it is trusted once the
+//! signature matches; a `tenant_id` in it must still agree with the
+//! integration's. Identity of the event: the `webhook-id` header.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde::Deserialize;
+
+use super::{check_tenant, optional_id, required_id, Inbound, Provider, Verified};
+use crate::error::ApiError;
+use crate::event::{derive_id, CallAnalysis, CallEventDraft, CallbackRequest, ProviderKind};
+use crate::verify::standard_webhooks::{self, SignedHeaders};
+use crate::verify::Clock;
+
+/// The Standard Webhooks JSON provider.
+#[derive(Clone)]
+pub struct Json {
+    pub clock: Arc<dyn Clock>,
+    pub tolerance: Duration,
+}
+
+/// The body, as documented in the README. Unknown fields are ignored so
+/// platforms can add to it.
+#[derive(Debug, Deserialize)]
+pub struct JsonCallEvent {
+    pub tenant_id: Option<String>,
+    pub call_id: Option<String>,
+    pub contact_id: Option<String>,
+    pub launch_id: Option<String>,
+    pub status: Option<String>,
+    pub occurred_at: Option<DateTime<Utc>>,
+    pub duration_seconds: Option<u32>,
+    pub answered_by: Option<String>,
+    pub timezone: Option<String>,
+    pub analysis: Option<JsonAnalysis>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct JsonAnalysis {
+    pub outcome: Option<String>,
+    pub answered_by: Option<String>,
+    pub callback: Option<JsonCallback>,
+    #[serde(default)]
+    pub do_not_call: bool,
+    pub urgent: Option<String>,
+    pub summary: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct JsonCallback {
+    pub requested_text: String,
+    pub requested_at: Option<DateTime<Utc>>,
+}
+
+/// A message about a JSON error that says where, never what was there.
+pub fn describe_json_error(e: &serde_json::Error) -> String {
+    use serde_json::error::Category;
+    let what = match e.classify() {
+        Category::Io | Category::Syntax => "not valid JSON",
+        Category::Eof => "JSON ends too early",
+        Category::Data => "a field has the wrong type",
+    };
+    format!("{what} (line {}, column {})", e.line(), e.column())
+}
+
+/// Text fields that are not ids (outcome labels, summaries) only need to be
+/// bounded; a summary may be long but stays inside the body limit anyway.
+fn label(field: &'static str, value: Option<String>) -> Result<Option<String>, ApiError> {
+    optional_id(field, value.as_deref())
+}
+
+impl Provider for Json {
+    fn kind(&self) -> ProviderKind {
+        ProviderKind::Json
+    }
+
+    fn content_type(&self) -> &'static str {
+        "application/json"
+    }
+
+    fn verify<'a>(&self, request: &Inbound<'a>) -> Result<Verified<'a>, ApiError> {
+        let header = |name: &str| request.headers.get(name).map(|v| v.as_bytes());
+        let headers = SignedHeaders {
+            id: header("webhook-id"),
+            timestamp: header("webhook-timestamp"),
+            signature: header("webhook-signature"),
+        };
+        let signed_at = standard_webhooks::verify(
+            &request.integration.secrets,
+            headers,
+            request.body,
+            self.clock.as_ref(),
+            self.tolerance,
+        )?;
+        Ok(Verified {
+            form: Vec::new(),
+            signed_at: Some(signed_at),
+        })
+    }
+
+    fn parse(
+        &self,
+        request: &Inbound<'_>,
+        verified: Verified<'_>,
+    ) -> Result<CallEventDraft, ApiError> {
+        let webhook_id = request
+            .headers
+            .get("webhook-id")
+            .and_then(|v| v.to_str().ok());
+        let webhook_id = required_id("webhook-id", webhook_id)?;
+        let body: JsonCallEvent = serde_json::from_slice(request.body)
+            .map_err(|e| ApiError::Malformed(describe_json_error(&e)))?;
+        let integration = request.integration;
+        check_tenant(integration, body.tenant_id.as_deref())?;
+        let call_id = required_id("call_id", body.call_id.as_deref())?;
+        let contact_id = required_id("contact_id", body.contact_id.as_deref())?;
+        let raw_status = required_id("status", body.status.as_deref())?;
+        let launch_id = optional_id("launch_id", body.launch_id.as_deref())?;
+        let analysis = match body.analysis {
+            None => None,
+            Some(a) => Some(CallAnalysis {
+                outcome: label("analysis.outcome", a.outcome)?,
+                answered_by: label("analysis.answered_by", a.answered_by)?,
+                callback: a.callback.map(|c| CallbackRequest {
+                    requested_text: c.requested_text,
+                    requested_at: c.requested_at,
+                }),
+                do_not_call: a.do_not_call,
+                urgent: a.urgent,
+                summary: a.summary,
+            }),
+        };
+        let signed_at = verified
+            .signed_at
+            .and_then(|s| DateTime::from_timestamp(s, 0));
+        let occurred_at = body
+            .occurred_at
+            .or(signed_at)
+            .unwrap_or(request.received_at);
+        let event_id = derive_id(&[
+            &integration.tenant_id,
+            ProviderKind::Json.as_str(),
+            &webhook_id,
+        ]);
+        let correlation_id = super::correlation_header(request.headers)
+            .map(str::to_string)
+            .or_else(|| launch_id.clone())
+            .unwrap_or_else(|| event_id.to_string());
+        Ok(CallEventDraft {
+            event_id,
+            tenant_id: integration.tenant_id.clone(),
+            integration_id: integration.id.clone(),
+            provider: ProviderKind::Json,
+            provider_event_id: webhook_id,
+            call_id,
+            contact_id,
+            launch_id,
+            raw_status,
+            occurred_at,
+            received_at: request.received_at,
+            duration_seconds: body.duration_seconds,
+            answered_by: label("answered_by", body.answered_by)?,
+            sequence: None,
+            timezone: label("timezone", body.timezone)?,
+            analysis,
+            correlation_id,
+        })
+    }
+}
+
+#[cfg(test)]
+#[path = "json_tests.rs"]
+mod tests;

@@ -1,0 +1,177 @@
+//! The voice-platform formats, behind one trait: each provider checks its
+//! signature over the raw request, then (and only then) reads the event out
+//! of it. Tenant and integration come from configuration; the contact and
+//! launch ids only from signed parts of the request.
+//!
+//! Two steps, not one, so the caller can spend the integration's rate
+//! budget only on requests that really came from the provider.
+
+pub mod json;
+pub mod twilio;
+
+use std::borrow::Cow;
+
+use axum::http::HeaderMap;
+use chrono::{DateTime, Utc};
+
+use crate::config::IntegrationConfig;
+use crate::error::ApiError;
+use crate::event::{CallEventDraft, ProviderKind};
+
+/// Longest id (call, contact, launch, webhook) accepted: ids become Kafka
+/// keys and headers, and nothing legitimate is longer.
+pub const MAX_ID_LEN: usize = 256;
+
+/// One webhook request as received.
+#[derive(Debug, Clone, Copy)]
+pub struct Inbound<'a> {
+    pub integration: &'a IntegrationConfig,
+    /// Path and query exactly as received (Twilio signs them).
+    pub path_and_query: &'a str,
+    pub headers: &'a HeaderMap,
+    pub body: &'a [u8],
+    pub received_at: DateTime<Utc>,
+}
+
+/// What signature verification established, handed to `parse`.
+#[derive(Debug, Default)]
+pub struct Verified<'a> {
+    /// Decoded form fields (Twilio), already needed to check the signature.
+    pub form: Vec<(Cow<'a, str>, Cow<'a, str>)>,
+    /// The signed timestamp (Standard Webhooks), Unix seconds.
+    pub signed_at: Option<i64>,
+}
+
+/// One voice-platform format.
+pub trait Provider: Send + Sync + 'static {
+    fn kind(&self) -> ProviderKind;
+
+    /// The media type the provider posts (parameters such as `charset` ignored).
+    fn content_type(&self) -> &'static str;
+
+    /// Checks the signature with the integration's secrets. Reads nothing
+    /// out of the body beyond what the signature scheme itself needs.
+    fn verify<'a>(&self, request: &Inbound<'a>) -> Result<Verified<'a>, ApiError>;
+
+    /// Reads the call event out of a verified request.
+    fn parse(
+        &self,
+        request: &Inbound<'_>,
+        verified: Verified<'_>,
+    ) -> Result<CallEventDraft, ApiError>;
+}
+
+/// Whether the `Content-Type` header names `expected` (case-insensitive,
+/// parameters ignored).
+pub fn content_type_is(headers: &HeaderMap, expected: &str) -> bool {
+    headers
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|media| media.trim().eq_ignore_ascii_case(expected))
+}
+
+/// A required id: present, non-empty, not too long, no control characters.
+pub fn required_id(field: &'static str, value: Option<&str>) -> Result<String, ApiError> {
+    match value {
+        None | Some("") => Err(ApiError::missing(field)),
+        Some(v) => check_id(field, v).map(str::to_string),
+    }
+}
+
+/// An optional id: absent or empty is `None`; otherwise checked like a required one.
+pub fn optional_id(field: &'static str, value: Option<&str>) -> Result<Option<String>, ApiError> {
+    match value {
+        None | Some("") => Ok(None),
+        Some(v) => check_id(field, v).map(|v| Some(v.to_string())),
+    }
+}
+
+fn check_id<'v>(field: &'static str, value: &'v str) -> Result<&'v str, ApiError> {
+    if value.len() > MAX_ID_LEN {
+        return Err(ApiError::Unprocessable {
+            field,
+            problem: "is too long",
+        });
+    }
+    if value.chars().any(char::is_control) {
+        return Err(ApiError::Unprocessable {
+            field,
+            problem: "contains control characters",
+        });
+    }
+    Ok(value)
+}
+
+/// The correlation id a caller sent (`X-Correlation-Id`, else
+/// `X-Request-Id`), if it is a sane token.
+pub fn correlation_header(headers: &HeaderMap) -> Option<&str> {
+    ["x-correlation-id", "x-request-id"]
+        .into_iter()
+        .filter_map(|name| headers.get(name)?.to_str().ok())
+        .find(|v| !v.is_empty() && v.len() <= MAX_ID_LEN && v.bytes().all(|b| b.is_ascii_graphic()))
+}
+
+/// A signed tenant field must agree with the integration's tenant.
+pub fn check_tenant(
+    integration: &IntegrationConfig,
+    claimed: Option<&str>,
+) -> Result<(), ApiError> {
+    match claimed {
+        Some(t) if !t.is_empty() && t != integration.tenant_id => Err(ApiError::Unprocessable {
+            field: "tenant",
+            problem: "does not match the integration's tenant",
+        }),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+
+    #[test]
+    fn content_types() {
+        let cases = [
+            (Some("application/json"), "application/json", true),
+            (
+                Some("Application/JSON; charset=utf-8"),
+                "application/json",
+                true,
+            ),
+            (Some("application/jsonx"), "application/json", false),
+            (Some("text/plain"), "application/json", false),
+            (None, "application/json", false),
+        ];
+        for (header, expected, want) in cases {
+            let mut headers = HeaderMap::new();
+            if let Some(h) = header {
+                headers.insert("content-type", HeaderValue::from_static(h));
+            }
+            assert_eq!(content_type_is(&headers, expected), want, "{header:?}");
+        }
+    }
+
+    #[test]
+    fn ids() {
+        assert_eq!(required_id("f", Some("c-1")), Ok("c-1".into()));
+        assert_eq!(required_id("f", None), Err(ApiError::missing("f")));
+        assert_eq!(required_id("f", Some("")), Err(ApiError::missing("f")));
+        assert!(required_id("f", Some(&"x".repeat(MAX_ID_LEN + 1))).is_err());
+        assert!(required_id("f", Some("a\nb")).is_err());
+        assert_eq!(optional_id("f", Some("")), Ok(None));
+    }
+
+    #[test]
+    fn correlation_ids() {
+        let mut headers = HeaderMap::new();
+        assert_eq!(correlation_header(&headers), None);
+        headers.insert("x-request-id", HeaderValue::from_static("req-1"));
+        assert_eq!(correlation_header(&headers), Some("req-1"));
+        headers.insert("x-correlation-id", HeaderValue::from_static("has space"));
+        assert_eq!(correlation_header(&headers), Some("req-1"));
+        headers.insert("x-correlation-id", HeaderValue::from_static("corr-1"));
+        assert_eq!(correlation_header(&headers), Some("corr-1"));
+    }
+}
