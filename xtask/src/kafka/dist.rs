@@ -14,6 +14,11 @@ use anyhow::{bail, Context, Result};
 use crate::layout::Layout;
 use crate::procs::{tail_text, which};
 
+/// The goal that copies the jars, fully qualified: with an empty ~/.m2 and no network, a bare
+/// `dependency:` prefix fails with a confusing "no plugin found for prefix" instead of the
+/// download error that says what is wrong.
+const COPY_GOAL: &str = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy-dependencies";
+
 /// Kafka 4 brokers need Java 17 or newer.
 const MIN_JAVA: u32 = 17;
 
@@ -85,9 +90,9 @@ pub fn ensure_libs(layout: &Layout) -> Result<()> {
         layout.show(&layout.kafka_libs())
     );
     let out = Command::new(mvn)
-        .args(["-B", "-q", "-f"])
+        .args(["-B", "-q", "-Dstyle.color=never", "-f"])
         .arg(layout.kafka_pom())
-        .arg("dependency:copy-dependencies")
+        .arg(COPY_GOAL)
         .arg("-DincludeScope=runtime")
         .arg(format!("-DoutputDirectory={}", scratch.display()))
         .output()
@@ -97,7 +102,8 @@ pub fn ensure_libs(layout: &Layout) -> Result<()> {
             "{}{}",
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
-        );
+        )
+        .replace("\u{1b}[0m", ""); // a colour reset Maven prints even with colours off
         bail!(
             "{}\n--- last lines of mvn's output ---\n{}",
             explain_mvn_failure(&log),
