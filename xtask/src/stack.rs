@@ -111,3 +111,48 @@ pub fn reset(layout: &Layout) -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // tests may unwrap: a panic is the failure report
+mod tests {
+    use super::*;
+
+    fn scratch_layout(name: &str) -> Layout {
+        let dir = std::env::temp_dir().join(format!("xtask-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        Layout::at(dir)
+    }
+
+    #[test]
+    fn the_lock_is_released_on_drop_and_names_its_holder() {
+        let layout = scratch_layout("lock");
+        let lock = StackLock::acquire(&layout).unwrap();
+        let pid = procs::read_pid(&lock.dir.join("pid"));
+        assert_eq!(pid, Some(std::process::id()));
+        drop(lock);
+        assert!(!layout.stack.join("xtask.lock").exists());
+        // Free again: a second acquire does not wait.
+        let started = Instant::now();
+        drop(StackLock::acquire(&layout).unwrap());
+        assert!(started.elapsed() < Duration::from_secs(2));
+        fs::remove_dir_all(&layout.repo).unwrap();
+    }
+
+    #[test]
+    fn a_lock_left_by_a_dead_process_is_taken_over() {
+        let layout = scratch_layout("stale-lock");
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead_pid = child.id();
+        child.wait().unwrap();
+        let dir = layout.stack.join("xtask.lock");
+        fs::create_dir_all(&dir).unwrap();
+        fs::write(dir.join("pid"), dead_pid.to_string()).unwrap();
+
+        let started = Instant::now();
+        let lock = StackLock::acquire(&layout).unwrap();
+        assert!(started.elapsed() < Duration::from_secs(5));
+        assert_eq!(procs::read_pid(&dir.join("pid")), Some(std::process::id()));
+        drop(lock);
+        fs::remove_dir_all(&layout.repo).unwrap();
+    }
+}
