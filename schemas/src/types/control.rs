@@ -1,0 +1,87 @@
+//! `control_change.avsc`: runtime configuration, read by every processor as a table.
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use super::{Actor, CallingWindow, Timestamp};
+
+avro_enum! {
+    /// Which setting a control change is about; it says which part of the value is set.
+    ControlSetting = "io.callstream.events.ControlSetting" {
+        SystemPause => "system_pause",
+        CampaignPause => "campaign_pause",
+        CampaignSettings => "campaign_settings",
+        GridSettings => "grid_settings",
+        ShadowMode => "shadow_mode",
+        CrmWrites => "crm_writes",
+        CompletionWindow => "completion_window",
+    }
+}
+
+/// A change of one setting (`io.callstream.events.ControlChange`, topic `control`, compacted).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ControlChange {
+    #[serde(with = "crate::serde_util::uuid_str")]
+    pub event_id: Uuid,
+    pub tenant_id: String,
+    #[serde(with = "chrono::serde::ts_milliseconds")]
+    pub occurred_at: Timestamp,
+    #[serde(with = "crate::serde_util::opt_uuid_str")]
+    pub causation_id: Option<Uuid>,
+    #[serde(with = "crate::serde_util::opt_uuid_str")]
+    pub correlation_id: Option<Uuid>,
+    pub setting: ControlSetting,
+    /// For campaign-scoped settings.
+    pub campaign_id: Option<String>,
+    pub new_value: ControlValue,
+    pub old_value: Option<ControlValue>,
+    pub actor: Actor,
+    pub reason: Option<String>,
+}
+
+impl ControlChange {
+    /// The record key on the compacted `control` topic: one key per tenant, setting and
+    /// campaign, so compaction keeps the latest value of each.
+    pub fn record_key(&self) -> String {
+        match &self.campaign_id {
+            Some(campaign) => format!("{}/{}/{campaign}", self.tenant_id, self.setting),
+            None => format!("{}/{}", self.tenant_id, self.setting),
+        }
+    }
+}
+
+/// A setting's value; only the part for the setting is set (`io.callstream.events.ControlValue`).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ControlValue {
+    /// Pauses: paused; shadow mode: on; CRM writes: allowed.
+    pub enabled: Option<bool>,
+    pub campaign: Option<CampaignSettings>,
+    pub grid: Option<GridSettings>,
+    pub completion: Option<CompletionSettings>,
+}
+
+/// `io.callstream.events.CampaignSettings`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CampaignSettings {
+    pub windows: Vec<CallingWindow>,
+    /// Delay before the n-th retry; the last one repeats.
+    pub retry_delays_minutes: Vec<i32>,
+    pub max_attempts: i32,
+    pub next_campaign_id: Option<String>,
+    pub move_buffer_minutes: i32,
+}
+
+/// `io.callstream.events.GridSettings`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GridSettings {
+    pub slot_seconds: i32,
+    pub launches_per_slot: i32,
+    pub default_time_zone: String,
+}
+
+/// `io.callstream.events.CompletionSettings`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CompletionSettings {
+    pub window_ms: i64,
+    pub grace_ms: i64,
+}

@@ -1,0 +1,140 @@
+//! `exception.avsc`, `alert.avsc` and `audit_event.avsc`: what people look at.
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use super::{Actor, Timestamp};
+
+avro_enum! {
+    /// State of an exception case after an event.
+    ExceptionStatus = "io.callstream.events.ExceptionStatus" {
+        Open => "open",
+        Resolved => "resolved",
+        Ignored => "ignored",
+    }
+}
+
+avro_enum! {
+    /// What needs attention.
+    ExceptionType = "io.callstream.events.ExceptionType" {
+        UrgentRequest => "urgent_request",
+        LaunchFailed => "launch_failed",
+        ProviderFailure => "provider_failure",
+        CrmFailed => "crm_failed",
+        NoSlot => "no_slot",
+        CompletionMissing => "completion_missing",
+        RecoveryFailed => "recovery_failed",
+        TransitionRejected => "transition_rejected",
+    }
+}
+
+/// A change in an exception case (`io.callstream.events.ExceptionEvent`, topic `exceptions`,
+/// keyed by contact). Named `ExceptionEvent` so generated Java code does not shadow
+/// `java.lang.Exception`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExceptionEvent {
+    #[serde(with = "crate::serde_util::uuid_str")]
+    pub event_id: Uuid,
+    pub tenant_id: String,
+    #[serde(with = "chrono::serde::ts_milliseconds")]
+    pub occurred_at: Timestamp,
+    #[serde(with = "crate::serde_util::opt_uuid_str")]
+    pub causation_id: Option<Uuid>,
+    #[serde(with = "crate::serde_util::opt_uuid_str")]
+    pub correlation_id: Option<Uuid>,
+    /// Stable id of the case.
+    #[serde(with = "crate::serde_util::uuid_str")]
+    pub exception_id: Uuid,
+    pub status: ExceptionStatus,
+    pub exception_type: ExceptionType,
+    pub urgent: bool,
+    pub contact_id: String,
+    pub campaign_id: Option<String>,
+    #[serde(with = "crate::serde_util::opt_uuid_str")]
+    pub job_id: Option<Uuid>,
+    #[serde(with = "crate::serde_util::opt_uuid_str")]
+    pub launch_id: Option<Uuid>,
+    pub call_id: Option<String>,
+    #[serde(with = "crate::serde_util::opt_uuid_str")]
+    pub operation_id: Option<Uuid>,
+    pub reason: String,
+    pub detail: Option<String>,
+    pub actor: Actor,
+    pub assignee: Option<String>,
+}
+
+avro_enum! {
+    /// What an alert is about.
+    AlertKind = "io.callstream.events.AlertKind" {
+        DeliveryRateLow => "delivery_rate_low",
+    }
+}
+
+avro_enum! {
+    /// State of an alert after an event.
+    AlertStatus = "io.callstream.events.AlertStatus" {
+        Raised => "raised",
+        Resolved => "resolved",
+    }
+}
+
+/// An operational alert (`io.callstream.events.Alert`, topic `alerts`, keyed by tenant).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Alert {
+    #[serde(with = "crate::serde_util::uuid_str")]
+    pub event_id: Uuid,
+    pub tenant_id: String,
+    #[serde(with = "chrono::serde::ts_milliseconds")]
+    pub occurred_at: Timestamp,
+    #[serde(with = "crate::serde_util::opt_uuid_str")]
+    pub causation_id: Option<Uuid>,
+    #[serde(with = "crate::serde_util::opt_uuid_str")]
+    pub correlation_id: Option<Uuid>,
+    #[serde(with = "crate::serde_util::uuid_str")]
+    pub alert_id: Uuid,
+    pub kind: AlertKind,
+    pub status: AlertStatus,
+    #[serde(with = "chrono::serde::ts_milliseconds")]
+    pub bucket_start: Timestamp,
+    pub bucket_ms: i64,
+    pub launches: i64,
+    pub completions: i64,
+    pub rate: f64,
+    pub threshold: f64,
+    pub detail: Option<String>,
+}
+
+avro_enum! {
+    /// Whether an audited action took effect.
+    AuditResult = "io.callstream.events.AuditResult" {
+        Applied => "applied",
+        Rejected => "rejected",
+    }
+}
+
+/// An action by the system or an operator (`io.callstream.events.AuditEvent`, topic `audit`,
+/// keyed by tenant).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AuditEvent {
+    #[serde(with = "crate::serde_util::uuid_str")]
+    pub event_id: Uuid,
+    pub tenant_id: String,
+    #[serde(with = "chrono::serde::ts_milliseconds")]
+    pub occurred_at: Timestamp,
+    #[serde(with = "crate::serde_util::opt_uuid_str")]
+    pub causation_id: Option<Uuid>,
+    #[serde(with = "crate::serde_util::opt_uuid_str")]
+    pub correlation_id: Option<Uuid>,
+    pub actor: Actor,
+    /// Dotted action code, for example `recovery.recovered`.
+    pub action: String,
+    pub subject_type: String,
+    pub subject_id: String,
+    pub contact_id: Option<String>,
+    /// The operator command carried out, if any.
+    #[serde(with = "crate::serde_util::opt_uuid_str")]
+    pub command_id: Option<Uuid>,
+    pub result: AuditResult,
+    pub reason: Option<String>,
+    pub detail: Option<String>,
+}
