@@ -1,0 +1,254 @@
+//! The test kit: runs any processor in memory, without Kafka, with a wall
+//! clock you move by hand. Each piped record is its own committed
+//! transaction; `restart` throws the in-memory state away and restores it
+//! from what was committed, as a crash and restart would.
+
+use std::collections::BTreeMap;
+
+use crate::api::{header, Headers, Output, Processor, Record};
+use crate::clock::{Clock, ManualClock};
+use crate::partitioner::partition_for_key;
+use crate::spec::ProcessorSpec;
+use crate::store::Change;
+use crate::task::{StepResult, Task};
+
+/// A record the processor emitted, where it would land.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Produced {
+    pub topic: String,
+    pub partition: i32,
+    pub key: Option<Vec<u8>>,
+    pub value: Option<Vec<u8>>,
+    pub headers: Headers,
+    pub timestamp_ms: i64,
+}
+
+/// An input to pipe in; `timestamp_ms: None` uses the wall clock.
+#[derive(Debug, Clone, Default)]
+pub struct Input {
+    pub topic: String,
+    pub key: Vec<u8>,
+    pub value: Option<Vec<u8>>,
+    pub headers: Headers,
+    pub timestamp_ms: Option<i64>,
+}
+
+impl Input {
+    pub fn new(
+        topic: impl Into<String>,
+        key: impl Into<Vec<u8>>,
+        value: impl Into<Vec<u8>>,
+    ) -> Self {
+        Self {
+            topic: topic.into(),
+            key: key.into(),
+            value: Some(value.into()),
+            ..Self::default()
+        }
+    }
+
+    pub fn at(mut self, timestamp_ms: i64) -> Self {
+        self.timestamp_ms = Some(timestamp_ms);
+        self
+    }
+
+    pub fn header(mut self, name: &str, value: impl Into<Vec<u8>>) -> Self {
+        self.headers.insert(name, value);
+        self
+    }
+}
+
+pub struct TestDriver<P: Processor> {
+    processor: P,
+    spec: ProcessorSpec,
+    partitions: i32,
+    clock: ManualClock,
+    tasks: BTreeMap<i32, Task>,
+    /// Every committed state change, per partition: the changelog.
+    changelog: Vec<(i32, Change)>,
+    next_offset: BTreeMap<(String, i32), i64>,
+    produced: Vec<Produced>,
+}
+
+impl<P: Processor> TestDriver<P> {
+    /// A driver whose topics all have `partitions` partitions, starting at wall clock `start_ms`.
+    pub fn new(processor: P, spec: ProcessorSpec, partitions: i32, start_ms: i64) -> Self {
+        Self {
+            processor,
+            spec,
+            partitions,
+            clock: ManualClock::new(start_ms),
+            tasks: BTreeMap::new(),
+            changelog: Vec::new(),
+            next_offset: BTreeMap::new(),
+            produced: Vec::new(),
+        }
+    }
+
+    pub fn clock(&self) -> &ManualClock {
+        &self.clock
+    }
+
+    pub fn processor(&mut self) -> &mut P {
+        &mut self.processor
+    }
+
+    fn task(&mut self, partition: i32) -> &mut Task {
+        let stores = self.spec.stores.len();
+        self.tasks
+            .entry(partition)
+            .or_insert_with(|| Task::new(partition, stores))
+    }
+
+    /// Pipes one record in (and fires the timers it makes due).
+    pub fn pipe(&mut self, input: Input) {
+        let partition = partition_for_key(&input.key, self.partitions);
+        let slot = self
+            .next_offset
+            .entry((input.topic.clone(), partition))
+            .or_insert(0);
+        let offset = *slot;
+        *slot += 1;
+        let now = self.clock.now_ms();
+        let record = Record {
+            topic: input.topic,
+            partition,
+            offset,
+            timestamp_ms: input.timestamp_ms.unwrap_or(now),
+            key: Some(input.key),
+            value: input.value,
+            headers: input.headers,
+        };
+        let stores = self.spec.stores.clone();
+        let user_stores = stores.len();
+        let task = self
+            .tasks
+            .entry(partition)
+            .or_insert_with(|| Task::new(partition, user_stores));
+        let result = task.process(&mut self.processor, &stores, &record, now);
+        self.collect(result, Some(&record));
+        self.fire_due(partition);
+        self.commit();
+    }
+
+    /// Moves the wall clock forward and fires every timer that comes due.
+    pub fn advance_wall_clock_ms(&mut self, by_ms: i64) {
+        self.clock.advance_ms(by_ms);
+        let partitions: Vec<i32> = self.tasks.keys().copied().collect();
+        for partition in partitions {
+            self.fire_due(partition);
+        }
+        self.commit();
+    }
+
+    fn fire_due(&mut self, partition: i32) {
+        let stores = self.spec.stores.clone();
+        let now = self.clock.now_ms();
+        // Bounded, so a processor that keeps re-arming a due timer cannot hang a test.
+        for _ in 0..100_000 {
+            let Some(task) = self.tasks.get_mut(&partition) else {
+                return;
+            };
+            let Some(timer) = task.next_due_timer(now) else {
+                return;
+            };
+            let result = task.fire(&mut self.processor, &stores, &timer, now);
+            self.collect(result, None);
+        }
+    }
+
+    fn collect(&mut self, result: StepResult, cause: Option<&Record>) {
+        if let Some(error) = result.error {
+            if let Some(record) = cause {
+                let mut headers = record.headers.clone();
+                headers.insert(header::DLQ_REASON, error.to_string());
+                headers.insert(
+                    header::DLQ_SOURCE,
+                    format!("{}/{}/{}", record.topic, record.partition, record.offset),
+                );
+                headers.insert(header::DLQ_APP, self.spec.app_id.clone());
+                self.produced.push(Produced {
+                    topic: self.spec.dead_letter_topic.clone(),
+                    partition: record.partition,
+                    key: record.key.clone(),
+                    value: record.value.clone(),
+                    headers,
+                    timestamp_ms: record.timestamp_ms,
+                });
+            }
+        }
+        for output in result.outputs {
+            self.produced.push(self.place(output));
+        }
+    }
+
+    fn place(&self, output: Output) -> Produced {
+        let partition = output.partition.unwrap_or_else(|| {
+            output
+                .key
+                .as_deref()
+                .map_or(0, |k| partition_for_key(k, self.partitions))
+        });
+        Produced {
+            topic: output.topic,
+            partition,
+            key: output.key,
+            value: output.value,
+            headers: output.headers,
+            timestamp_ms: output.timestamp_ms.unwrap_or_default(),
+        }
+    }
+
+    fn commit(&mut self) {
+        for (partition, task) in &mut self.tasks {
+            for change in task.pending_changes() {
+                self.changelog.push((*partition, change));
+            }
+            task.committed();
+        }
+    }
+
+    /// Drops all in-memory state and restores it from the committed changelog.
+    pub fn restart(&mut self) {
+        self.tasks.clear();
+        let changelog = std::mem::take(&mut self.changelog);
+        for (partition, change) in &changelog {
+            self.task(*partition).restore(change.clone());
+        }
+        for task in self.tasks.values_mut() {
+            task.rebuild_derived();
+        }
+        self.changelog = changelog;
+    }
+
+    /// Everything emitted to `topic` so far.
+    pub fn outputs(&self, topic: &str) -> Vec<&Produced> {
+        self.produced.iter().filter(|p| p.topic == topic).collect()
+    }
+
+    /// Takes (and forgets) everything emitted to `topic` so far.
+    pub fn take_outputs(&mut self, topic: &str) -> Vec<Produced> {
+        let (taken, kept) = std::mem::take(&mut self.produced)
+            .into_iter()
+            .partition(|p| p.topic == topic);
+        self.produced = kept;
+        taken
+    }
+
+    /// Records sent to the dead-letter topic.
+    pub fn dead_letters(&self) -> Vec<&Produced> {
+        self.outputs(&self.spec.dead_letter_topic)
+    }
+
+    /// The value of `key` in `store`, from the partition that owns the key.
+    pub fn get(&self, store: &str, key: &[u8]) -> Option<&[u8]> {
+        let index = self.spec.stores.iter().position(|s| s == store)?;
+        let partition = partition_for_key(key, self.partitions);
+        self.tasks.get(&partition)?.stores().get(index, key)
+    }
+
+    /// Timers set across all partitions.
+    pub fn open_timers(&self) -> usize {
+        self.tasks.values().map(Task::open_timers).sum()
+    }
+}

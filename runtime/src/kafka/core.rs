@@ -1,0 +1,550 @@
+//! The transactional core of the engine: tasks, the open transaction and
+//! what it holds. Shared (behind a mutex) between the event loop and the
+//! rebalance callbacks, which must commit or abort before partitions leave.
+//!
+//! Exactly-once argument: a record's effects (outputs, changelog writes)
+//! and its offset are in the same transaction. If the transaction aborts,
+//! the in-memory state is rolled back (undo log) and the consumer rewinds
+//! to the committed offsets, so the record is processed again from the same
+//! state, as if the first attempt never happened.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::time::{Duration, Instant};
+
+use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::message::{Header, OwnedHeaders};
+use rdkafka::producer::{BaseRecord, Producer, ThreadedProducer};
+use rdkafka::{Offset, TopicPartitionList};
+use tracing::{debug, error, info, warn};
+
+use crate::api::{header, Headers, Output, Processor, Record};
+use crate::commit::OffsetTracker;
+use crate::error::RuntimeError;
+use crate::kafka::RuntimeConfig;
+use crate::spec::ProcessorSpec;
+use crate::task::{StepResult, Task};
+
+const TXN_TIMEOUT: Duration = Duration::from_secs(30);
+/// Most timers fired in one loop turn, so records keep flowing.
+const MAX_TIMERS_PER_TURN: usize = 10_000;
+
+pub(crate) struct Core {
+    producer: ThreadedProducer<rdkafka::producer::DefaultProducerContext>,
+    spec: ProcessorSpec,
+    config: RuntimeConfig,
+    /// Changelog topic per store index (the timer store last).
+    changelog_topics: Vec<String>,
+    tasks: BTreeMap<i32, Task>,
+    pending_restore: BTreeSet<i32>,
+    /// First offset seen (and not handled) per input partition while its
+    /// task was being restored; the consumer seeks back there.
+    skipped: HashMap<(String, i32), i64>,
+    offsets: OffsetTracker,
+    txn_started: Option<Instant>,
+    txn_records: usize,
+    commit_requested: bool,
+    /// A send failed inside the open transaction: it can only abort.
+    txn_failed: bool,
+    fatal: Option<RuntimeError>,
+}
+
+impl Core {
+    pub fn new(
+        producer: ThreadedProducer<rdkafka::producer::DefaultProducerContext>,
+        spec: ProcessorSpec,
+        config: RuntimeConfig,
+    ) -> Self {
+        let changelog_topics = spec
+            .all_store_names()
+            .iter()
+            .map(|s| spec.changelog_topic(s))
+            .collect();
+        Self {
+            producer,
+            spec,
+            config,
+            changelog_topics,
+            tasks: BTreeMap::new(),
+            pending_restore: BTreeSet::new(),
+            skipped: HashMap::new(),
+            offsets: OffsetTracker::default(),
+            txn_started: None,
+            txn_records: 0,
+            commit_requested: false,
+            txn_failed: false,
+            fatal: None,
+        }
+    }
+
+    pub fn take_fatal(&mut self) -> Result<(), RuntimeError> {
+        self.fatal.take().map_or(Ok(()), Err)
+    }
+
+    fn fatal(&mut self, source: KafkaError) {
+        error!(app = %self.spec.app_id, %source, "fatal Kafka error; the process must restart");
+        self.fatal.get_or_insert(RuntimeError::Fatal {
+            app: self.spec.app_id.clone(),
+            source,
+        });
+    }
+
+    pub fn take_pending_restore(&mut self) -> Vec<i32> {
+        std::mem::take(&mut self.pending_restore)
+            .into_iter()
+            .collect()
+    }
+
+    /// Installs restored tasks and lets their partitions flow again, from
+    /// the first record that arrived before the restore finished.
+    pub fn install<C: ConsumerContext>(
+        &mut self,
+        tasks: BTreeMap<i32, Task>,
+        consumer: &BaseConsumer<C>,
+    ) {
+        let mut resume = TopicPartitionList::new();
+        let inputs = self.spec.inputs.clone();
+        for (partition, task) in tasks {
+            for input in &inputs {
+                resume.add_partition(input, partition);
+                if let Some(offset) = self.skipped.remove(&(input.clone(), partition)) {
+                    if let Err(error) = consumer.seek(
+                        input,
+                        partition,
+                        Offset::Offset(offset),
+                        Duration::from_secs(5),
+                    ) {
+                        // Seeking failed: rewinding everything to the committed offsets is always safe.
+                        warn!(%error, input, partition, "seek after restore failed; rewinding");
+                        self.rewind(consumer);
+                    }
+                }
+            }
+            self.tasks.insert(partition, task);
+        }
+        if let Err(error) = consumer.resume(&resume) {
+            warn!(%error, "resuming restored partitions failed");
+        }
+        self.update_timer_gauge();
+    }
+
+    /// Partitions were assigned: hold them until their state is restored.
+    pub fn on_assign<C: ConsumerContext>(
+        &mut self,
+        consumer: &BaseConsumer<C>,
+        assigned: &TopicPartitionList,
+    ) {
+        let partitions = partitions_of(assigned);
+        info!(app = %self.spec.app_id, ?partitions, "partitions assigned; restoring their state");
+        if let Err(error) = consumer.pause(assigned) {
+            warn!(%error, "pausing assigned partitions failed");
+        }
+        self.pending_restore.extend(partitions);
+    }
+
+    /// Partitions are being revoked: finish the transaction (abort it if the
+    /// assignment was lost: another member may already own them), then drop
+    /// their state. Runs before the group moves them.
+    pub fn on_revoke<C: ConsumerContext>(
+        &mut self,
+        consumer: &BaseConsumer<C>,
+        revoked: &TopicPartitionList,
+    ) {
+        let partitions = partitions_of(revoked);
+        if consumer.assignment_lost() {
+            warn!(app = %self.spec.app_id, ?partitions, "assignment lost; aborting the open transaction");
+            self.abort();
+        } else {
+            self.commit_open(consumer);
+            if self.txn_started.is_some() {
+                self.abort();
+            }
+        }
+        for partition in &partitions {
+            self.tasks.remove(partition);
+            self.pending_restore.remove(partition);
+        }
+        self.skipped.retain(|(_, p), _| !partitions.contains(p));
+        self.offsets.forget_partitions(&partitions);
+        info!(app = %self.spec.app_id, ?partitions, "partitions revoked");
+        self.update_timer_gauge();
+    }
+
+    /// How long the loop may wait for records before it must commit or fire a timer.
+    pub fn poll_timeout(&self, now_ms: i64) -> Duration {
+        let mut wait = self.config.commit.interval;
+        if let Some(started) = self.txn_started {
+            wait = wait.min(
+                self.config
+                    .commit
+                    .interval
+                    .saturating_sub(started.elapsed()),
+            );
+        }
+        let next_timer = self
+            .tasks
+            .values()
+            .filter_map(Task::next_wall_clock_due)
+            .min();
+        if let Some(due) = next_timer {
+            let until = u64::try_from(due.saturating_sub(now_ms)).unwrap_or(0);
+            wait = wait.min(Duration::from_millis(until));
+        }
+        wait
+    }
+
+    fn begin(&mut self) -> bool {
+        if self.txn_started.is_some() {
+            return true;
+        }
+        match self.producer.begin_transaction() {
+            Ok(()) => {
+                self.txn_started = Some(Instant::now());
+                self.txn_records = 0;
+                true
+            }
+            Err(error) => {
+                self.fatal(error);
+                false
+            }
+        }
+    }
+
+    /// Handles one input record inside the open transaction.
+    pub fn handle<P: Processor + ?Sized>(
+        &mut self,
+        processor: &mut P,
+        record: Record,
+        now_ms: i64,
+    ) {
+        let partition = record.partition;
+        if self.pending_restore.contains(&partition) || !self.tasks.contains_key(&partition) {
+            let first = self
+                .skipped
+                .entry((record.topic.clone(), partition))
+                .or_insert(record.offset);
+            *first = (*first).min(record.offset);
+            return;
+        }
+        if !self.begin() {
+            return;
+        }
+        let stores = self.spec.stores.clone();
+        let Some(task) = self.tasks.get_mut(&partition) else {
+            return;
+        };
+        let result = task.process(processor, &stores, &record, now_ms);
+        self.config.metrics.records_in.inc();
+        self.offsets
+            .handled(&record.topic, partition, record.offset);
+        self.txn_records += 1;
+        self.emit(result, Some(&record));
+    }
+
+    /// Fires due timers (either domain) inside the open transaction.
+    pub fn fire_timers<P: Processor + ?Sized>(&mut self, processor: &mut P, now_ms: i64) {
+        let stores = self.spec.stores.clone();
+        let partitions: Vec<i32> = self.tasks.keys().copied().collect();
+        let mut fired = 0;
+        for partition in partitions {
+            while fired < MAX_TIMERS_PER_TURN {
+                let Some(timer) = self
+                    .tasks
+                    .get(&partition)
+                    .and_then(|t| t.next_due_timer(now_ms))
+                else {
+                    break;
+                };
+                if !self.begin() {
+                    return;
+                }
+                let Some(task) = self.tasks.get_mut(&partition) else {
+                    break;
+                };
+                let result = task.fire(processor, &stores, &timer, now_ms);
+                fired += 1;
+                self.emit(result, None);
+            }
+        }
+        if fired > 0 {
+            self.config.metrics.timers_fired.inc_by(fired as u64);
+            self.update_timer_gauge();
+        }
+    }
+
+    fn update_timer_gauge(&self) {
+        let open: usize = self.tasks.values().map(Task::open_timers).sum();
+        self.config.metrics.open_timers.set(open as i64);
+    }
+
+    fn emit(&mut self, result: StepResult, cause: Option<&Record>) {
+        if result.commit_requested {
+            self.commit_requested = true;
+        }
+        if let Some(error) = &result.error {
+            match cause {
+                Some(record) => {
+                    warn!(app = %self.spec.app_id, topic = %record.topic, partition = record.partition,
+                        offset = record.offset, %error, "record dead-lettered");
+                    let dead_letter = self.dead_letter(record, &error.to_string());
+                    self.send(&dead_letter);
+                    self.config.metrics.dead_letters.inc();
+                }
+                None => {
+                    warn!(app = %self.spec.app_id, %error, "timer handler failed; timer dropped")
+                }
+            }
+        }
+        for output in &result.outputs {
+            self.send(output);
+        }
+        self.config
+            .metrics
+            .records_out
+            .inc_by(result.outputs.len() as u64);
+    }
+
+    fn dead_letter(&self, record: &Record, reason: &str) -> Output {
+        let mut headers = record.headers.clone();
+        headers.insert(header::DLQ_REASON, reason);
+        headers.insert(
+            header::DLQ_SOURCE,
+            format!("{}/{}/{}", record.topic, record.partition, record.offset),
+        );
+        headers.insert(header::DLQ_APP, self.spec.app_id.clone());
+        Output {
+            topic: self.spec.dead_letter_topic.clone(),
+            partition: None,
+            key: record.key.clone(),
+            value: record.value.clone(),
+            headers,
+            timestamp_ms: Some(record.timestamp_ms),
+        }
+    }
+
+    fn send(&mut self, output: &Output) {
+        let headers = kafka_headers(&output.headers);
+        let mut record: BaseRecord<'_, [u8], [u8]> = BaseRecord::to(&output.topic).headers(headers);
+        if let Some(key) = &output.key {
+            record = record.key(key.as_slice());
+        }
+        if let Some(value) = &output.value {
+            record = record.payload(value.as_slice());
+        }
+        if let Some(partition) = output.partition {
+            record = record.partition(partition);
+        }
+        if let Some(timestamp) = output.timestamp_ms {
+            record = record.timestamp(timestamp);
+        }
+        self.send_record(record);
+    }
+
+    fn send_record(&mut self, mut record: BaseRecord<'_, [u8], [u8]>) {
+        loop {
+            match self.producer.send(record) {
+                Ok(()) => return,
+                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
+                    // The producer's own thread drains the queue; wait for room.
+                    record = back;
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                Err((error, _)) => {
+                    warn!(app = %self.spec.app_id, %error, "send failed; the transaction will abort");
+                    self.txn_failed = true;
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Commits when the policy says so.
+    pub fn maybe_commit<C: ConsumerContext>(&mut self, consumer: &BaseConsumer<C>) {
+        let Some(started) = self.txn_started else {
+            return;
+        };
+        if self.txn_failed {
+            self.abort();
+            self.rewind(consumer);
+            return;
+        }
+        if self
+            .config
+            .commit
+            .due(started.elapsed(), self.txn_records, self.commit_requested)
+        {
+            self.commit_open(consumer);
+        }
+    }
+
+    /// Commits the open transaction: changelog writes, offsets, commit. On
+    /// an abortable failure it aborts, rolls state back and rewinds.
+    pub fn commit<C: ConsumerContext>(
+        &mut self,
+        consumer: &BaseConsumer<C>,
+    ) -> Result<(), RuntimeError> {
+        self.commit_open(consumer);
+        self.take_fatal()
+    }
+
+    fn commit_open<C: ConsumerContext>(&mut self, consumer: &BaseConsumer<C>) {
+        if self.txn_started.is_none() {
+            return;
+        }
+        if self.txn_failed {
+            self.abort();
+            self.rewind(consumer);
+            return;
+        }
+        let started = Instant::now();
+        let mut changes = Vec::new();
+        for task in self.tasks.values() {
+            for change in task.pending_changes() {
+                changes.push((task.partition(), change));
+            }
+        }
+        for (partition, change) in &changes {
+            let topic = self.changelog_topics[change.store].clone();
+            let mut record: BaseRecord<'_, [u8], [u8]> = BaseRecord::to(&topic)
+                .key(change.key.as_slice())
+                .partition(*partition);
+            if let Some(value) = &change.value {
+                record = record.payload(value.as_slice());
+            }
+            self.send_record(record);
+        }
+        let result = self.send_offsets_and_commit(consumer);
+        match result {
+            Ok(()) => {
+                for task in self.tasks.values_mut() {
+                    task.committed();
+                }
+                self.offsets.clear();
+                self.txn_started = None;
+                self.commit_requested = false;
+                self.config.metrics.commits.inc();
+                self.config
+                    .metrics
+                    .commit_latency_seconds
+                    .observe(started.elapsed().as_secs_f64());
+                debug!(app = %self.spec.app_id, records = self.txn_records, changes = changes.len(), "committed");
+            }
+            Err(error) => {
+                if is_fatal(&error) {
+                    self.fatal(error);
+                } else {
+                    warn!(app = %self.spec.app_id, %error, "commit failed; aborting and rewinding");
+                    self.abort();
+                    self.rewind(consumer);
+                }
+            }
+        }
+    }
+
+    fn send_offsets_and_commit<C: ConsumerContext>(
+        &mut self,
+        consumer: &BaseConsumer<C>,
+    ) -> Result<(), KafkaError> {
+        if self.txn_failed {
+            return Err(KafkaError::MessageProduction(RDKafkaErrorCode::Fail));
+        }
+        if !self.offsets.is_empty() {
+            let mut offsets = TopicPartitionList::new();
+            for (topic, partition, next) in self.offsets.iter() {
+                offsets.add_partition_offset(topic, partition, Offset::Offset(next))?;
+            }
+            let metadata = consumer
+                .group_metadata()
+                .ok_or(KafkaError::MessageConsumption(
+                    RDKafkaErrorCode::InvalidGroupId,
+                ))?;
+            self.producer
+                .send_offsets_to_transaction(&offsets, &metadata, TXN_TIMEOUT)?;
+        }
+        let mut attempts = 0;
+        loop {
+            match self.producer.commit_transaction(TXN_TIMEOUT) {
+                Err(KafkaError::Transaction(e)) if e.is_retriable() && attempts < 5 => {
+                    attempts += 1;
+                    warn!(app = %self.spec.app_id, error = %e, attempts, "commit retriable; retrying");
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// Aborts the open transaction and rolls every task back to its last
+    /// committed state. The caller rewinds the consumer.
+    pub fn abort(&mut self) {
+        if self.txn_started.is_none() {
+            return;
+        }
+        if let Err(error) = self.producer.abort_transaction(TXN_TIMEOUT) {
+            if is_fatal(&error) {
+                self.fatal(error);
+            } else {
+                warn!(app = %self.spec.app_id, %error, "abort failed");
+            }
+        }
+        for task in self.tasks.values_mut() {
+            task.rollback();
+        }
+        self.offsets.clear();
+        self.txn_started = None;
+        self.txn_failed = false;
+        self.commit_requested = false;
+        self.config.metrics.aborts.inc();
+    }
+
+    /// Seeks every assigned input partition back to its committed offset.
+    pub fn rewind<C: ConsumerContext>(&mut self, consumer: &BaseConsumer<C>) {
+        let committed = match consumer.committed(Duration::from_secs(10)) {
+            Ok(committed) => committed,
+            Err(error) => {
+                // Without the committed offsets we cannot rewind safely.
+                self.fatal(error);
+                return;
+            }
+        };
+        for element in committed.elements() {
+            let offset = match element.offset() {
+                Offset::Offset(o) => Offset::Offset(o),
+                _ => Offset::Beginning,
+            };
+            if let Err(error) = consumer.seek(
+                element.topic(),
+                element.partition(),
+                offset,
+                Duration::from_secs(10),
+            ) {
+                warn!(%error, topic = element.topic(), partition = element.partition(), "rewind seek failed");
+                self.fatal(error);
+                return;
+            }
+        }
+        info!(app = %self.spec.app_id, "rewound to the committed offsets");
+    }
+}
+
+fn is_fatal(error: &KafkaError) -> bool {
+    match error {
+        KafkaError::Transaction(e) => e.is_fatal(),
+        _ => false,
+    }
+}
+
+fn partitions_of(list: &TopicPartitionList) -> Vec<i32> {
+    let set: BTreeSet<i32> = list.elements().iter().map(|e| e.partition()).collect();
+    set.into_iter().collect()
+}
+
+fn kafka_headers(headers: &Headers) -> OwnedHeaders {
+    headers
+        .iter()
+        .fold(OwnedHeaders::new(), |acc, (key, value)| {
+            acc.insert(Header {
+                key,
+                value: Some(value),
+            })
+        })
+}

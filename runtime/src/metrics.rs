@@ -1,0 +1,109 @@
+//! Prometheus metrics of one runtime instance. `encode` renders them in the
+//! text exposition format for a `/metrics` endpoint.
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PartitionLabels {
+    pub topic: String,
+    pub partition: i32,
+}
+
+#[derive(Debug)]
+pub struct RuntimeMetrics {
+    pub registry: Registry,
+    pub records_in: Counter,
+    pub records_out: Counter,
+    pub dead_letters: Counter,
+    pub commits: Counter,
+    pub aborts: Counter,
+    pub commit_latency_seconds: Histogram,
+    pub restored_records: Counter,
+    pub restore_seconds: Histogram,
+    pub open_timers: Gauge,
+    pub timers_fired: Counter,
+    pub consumer_lag: Family<PartitionLabels, Gauge>,
+}
+
+impl RuntimeMetrics {
+    pub fn new(app_id: &str) -> Self {
+        let mut registry = Registry::with_prefix_and_labels(
+            "callstream_runtime",
+            [("app".into(), app_id.to_string().into())].into_iter(),
+        );
+        let metrics = Self {
+            records_in: Counter::default(),
+            records_out: Counter::default(),
+            dead_letters: Counter::default(),
+            commits: Counter::default(),
+            aborts: Counter::default(),
+            commit_latency_seconds: Histogram::new(exponential_buckets(0.001, 2.0, 14)),
+            restored_records: Counter::default(),
+            restore_seconds: Histogram::new(exponential_buckets(0.01, 2.0, 14)),
+            open_timers: Gauge::default(),
+            timers_fired: Counter::default(),
+            consumer_lag: Family::default(),
+            registry: Registry::default(),
+        };
+        registry.register(
+            "records_in",
+            "Input records handled",
+            metrics.records_in.clone(),
+        );
+        registry.register(
+            "records_out",
+            "Records produced by processors",
+            metrics.records_out.clone(),
+        );
+        registry.register(
+            "dead_letters",
+            "Records sent to the dead-letter topic",
+            metrics.dead_letters.clone(),
+        );
+        registry.register("commits", "Transactions committed", metrics.commits.clone());
+        registry.register("aborts", "Transactions aborted", metrics.aborts.clone());
+        registry.register(
+            "commit_latency_seconds",
+            "Time to commit a transaction (changelog, offsets, commit)",
+            metrics.commit_latency_seconds.clone(),
+        );
+        registry.register(
+            "restored_records",
+            "Changelog records restored",
+            metrics.restored_records.clone(),
+        );
+        registry.register(
+            "restore_seconds",
+            "Time to restore assigned partitions",
+            metrics.restore_seconds.clone(),
+        );
+        registry.register(
+            "open_timers",
+            "Timers set on assigned partitions",
+            metrics.open_timers.clone(),
+        );
+        registry.register("timers_fired", "Timers fired", metrics.timers_fired.clone());
+        registry.register(
+            "consumer_lag",
+            "Records behind the end of each input partition",
+            metrics.consumer_lag.clone(),
+        );
+        Self {
+            registry,
+            ..metrics
+        }
+    }
+
+    /// The metrics in Prometheus text format.
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        // Writing into a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+}

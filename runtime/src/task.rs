@@ -1,0 +1,220 @@
+//! A task: the state, timers and stream time of one input partition, and
+//! the pure steps that run a processor over it. The Kafka engine and the
+//! test driver both drive tasks; only their I/O differs.
+
+use crate::api::{
+    Headers, Output, ProcessError, Processor, Record, TimeDomain, Timer, TimerHandle,
+};
+use crate::context::{inherit_headers, Context, Effects};
+use crate::store::{Change, Stores};
+use crate::timers::{self, TimerIndex, STREAM_TIME_KEY};
+
+/// What handling one record or timer produced.
+#[derive(Debug, Default)]
+pub(crate) struct StepResult {
+    pub outputs: Vec<Output>,
+    pub commit_requested: bool,
+    /// Set when the processor refused the input; its effects were dropped.
+    pub error: Option<ProcessError>,
+}
+
+#[derive(Debug)]
+pub(crate) struct Task {
+    partition: i32,
+    stores: Stores,
+    timers: TimerIndex,
+    stream_time_ms: i64,
+    /// Index of the internal timer store (after the processor's own stores).
+    timer_store: usize,
+}
+
+impl Task {
+    /// An empty task for `partition` with `user_stores` processor stores.
+    pub fn new(partition: i32, user_stores: usize) -> Self {
+        Self {
+            partition,
+            stores: Stores::new(user_stores + 1),
+            timers: TimerIndex::default(),
+            stream_time_ms: i64::MIN,
+            timer_store: user_stores,
+        }
+    }
+
+    pub fn partition(&self) -> i32 {
+        self.partition
+    }
+
+    pub fn stores(&self) -> &Stores {
+        &self.stores
+    }
+
+    pub fn timer_store(&self) -> usize {
+        self.timer_store
+    }
+
+    pub fn stream_time_ms(&self) -> i64 {
+        self.stream_time_ms
+    }
+
+    pub fn open_timers(&self) -> usize {
+        self.timers.len()
+    }
+
+    pub fn timer_due(&self, handle: &TimerHandle) -> Option<i64> {
+        let entry = self
+            .stores
+            .get(self.timer_store, &timers::encode_handle(handle))?;
+        timers::decode_entry(entry).map(|(due, _)| due)
+    }
+
+    /// Applies a change read from a changelog during restore.
+    pub fn restore(&mut self, change: Change) {
+        self.stores.restore(change);
+    }
+
+    /// Rebuilds what is derived from the stores (timer index, stream time);
+    /// called after restore and after a rollback.
+    pub fn rebuild_derived(&mut self) {
+        self.timers.clear();
+        self.stream_time_ms = i64::MIN;
+        for (key, value) in self.stores.iter(self.timer_store) {
+            if key.as_slice() == STREAM_TIME_KEY {
+                if let Ok(bytes) = <[u8; 8]>::try_from(value.as_slice()) {
+                    self.stream_time_ms = i64::from_be_bytes(bytes);
+                }
+                continue;
+            }
+            if let (Some(handle), Some((due, _))) =
+                (timers::decode_handle(key), timers::decode_entry(value))
+            {
+                self.timers.set(handle, due);
+            }
+        }
+    }
+
+    pub fn pending_changes(&self) -> Vec<Change> {
+        self.stores.pending_changes()
+    }
+
+    pub fn committed(&mut self) {
+        self.stores.committed();
+    }
+
+    pub fn rollback(&mut self) {
+        self.stores.rollback();
+        self.rebuild_derived();
+    }
+
+    fn apply(
+        &mut self,
+        effects: Effects,
+        cause: Option<&Headers>,
+        timestamp_ms: i64,
+    ) -> StepResult {
+        for change in effects.state {
+            self.stores.apply(change);
+        }
+        for (handle, due) in effects.timers {
+            match due {
+                Some(due) => self.timers.set(handle, due),
+                None => self.timers.remove(&handle),
+            }
+        }
+        let mut outputs = effects.outputs;
+        for output in &mut outputs {
+            inherit_headers(output, cause, timestamp_ms);
+        }
+        StepResult {
+            outputs,
+            commit_requested: effects.commit_requested,
+            error: None,
+        }
+    }
+
+    /// Runs the processor over one record.
+    pub fn process<P: Processor + ?Sized>(
+        &mut self,
+        processor: &mut P,
+        store_names: &[String],
+        record: &Record,
+        wall_clock_ms: i64,
+    ) -> StepResult {
+        if record.timestamp_ms > self.stream_time_ms {
+            self.stream_time_ms = record.timestamp_ms;
+            self.stores.apply(Change {
+                store: self.timer_store,
+                key: STREAM_TIME_KEY.to_vec(),
+                value: Some(record.timestamp_ms.to_be_bytes().to_vec()),
+            });
+        }
+        let mut ctx = Context::new(self, store_names, wall_clock_ms, record.timestamp_ms);
+        match processor.process(&mut ctx, record) {
+            Ok(()) => {
+                let effects = ctx.into_effects();
+                self.apply(effects, Some(&record.headers), record.timestamp_ms)
+            }
+            Err(error) => StepResult {
+                error: Some(error),
+                ..StepResult::default()
+            },
+        }
+    }
+
+    /// The earliest due timer, of either domain, at `wall_clock_ms`.
+    pub fn next_due_timer(&self, wall_clock_ms: i64) -> Option<Timer> {
+        let wall = self.timers.first_due(TimeDomain::WallClock, wall_clock_ms);
+        let event = self
+            .timers
+            .first_due(TimeDomain::EventTime, self.stream_time_ms);
+        let (_, handle) = match (wall, event) {
+            (Some(w), Some(e)) => std::cmp::min(w, e),
+            (Some(w), None) => w,
+            (None, Some(e)) => e,
+            (None, None) => return None,
+        };
+        let entry = self
+            .stores
+            .get(self.timer_store, &timers::encode_handle(&handle))?;
+        timers::timer_from_entry(handle, entry)
+    }
+
+    /// The earliest wall-clock due time, for how long the engine may sleep.
+    pub fn next_wall_clock_due(&self) -> Option<i64> {
+        self.timers.next_due(TimeDomain::WallClock)
+    }
+
+    /// Fires one due timer: it is removed first, so a processor that wants
+    /// it again sets it again. If the processor fails, the timer is still
+    /// removed (and the failure reported), so a broken timer cannot spin.
+    pub fn fire<P: Processor + ?Sized>(
+        &mut self,
+        processor: &mut P,
+        store_names: &[String],
+        timer: &Timer,
+        wall_clock_ms: i64,
+    ) -> StepResult {
+        let timestamp_ms = match timer.handle.domain {
+            TimeDomain::EventTime => timer.due_ms,
+            TimeDomain::WallClock => wall_clock_ms,
+        };
+        let mut ctx = Context::new(self, store_names, wall_clock_ms, timestamp_ms);
+        ctx.cancel_timer(&timer.handle);
+        let result = processor.on_timer(&mut ctx, timer);
+        let effects = ctx.into_effects();
+        match result {
+            Ok(()) => self.apply(effects, None, timestamp_ms),
+            Err(error) => {
+                let mut removal = Effects::default();
+                removal.state.push(Change {
+                    store: self.timer_store,
+                    key: timers::encode_handle(&timer.handle),
+                    value: None,
+                });
+                removal.timers.push((timer.handle.clone(), None));
+                let mut result = self.apply(removal, None, timestamp_ms);
+                result.error = Some(error);
+                result
+            }
+        }
+    }
+}
