@@ -26,6 +26,8 @@ pub enum ApiError {
     BadToken,
     #[error("no such integration for this provider")]
     UnknownIntegration,
+    #[error("no such endpoint")]
+    NoRoute,
     #[error("content type must be {expected}")]
     WrongContentType { expected: &'static str },
     /// The body cannot be read as the format it claims to be.
@@ -68,7 +70,7 @@ impl ApiError {
             | Self::StaleTimestamp
             | Self::MissingToken
             | Self::BadToken => StatusCode::UNAUTHORIZED,
-            Self::UnknownIntegration => StatusCode::NOT_FOUND,
+            Self::UnknownIntegration | Self::NoRoute => StatusCode::NOT_FOUND,
             Self::WrongContentType { .. } | Self::Malformed(_) => StatusCode::BAD_REQUEST,
             Self::Unprocessable { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             Self::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
@@ -87,6 +89,7 @@ impl ApiError {
             Self::MissingToken => "missing_token",
             Self::BadToken => "bad_token",
             Self::UnknownIntegration => "unknown_integration",
+            Self::NoRoute => "not_found",
             Self::WrongContentType { .. } => "wrong_content_type",
             Self::Malformed(_) => "malformed_body",
             Self::Unprocessable { .. } => "invalid_event",

@@ -52,33 +52,27 @@ impl ProviderKind {
     }
 }
 
-/// What a platform's analysis of the call said, as reported (not interpreted).
+/// What a platform's end-of-call analysis said the lead said, as reported
+/// (not interpreted: the domain decides what it means).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CallAnalysis {
-    /// The platform's own outcome label, e.g. `callback_requested`.
-    pub outcome: Option<String>,
-    /// Who or what answered, as the platform labels it (`human`, `machine`...).
-    pub answered_by: Option<String>,
+    /// Short summary of the conversation; carried for the CRM note, never logged.
+    pub summary: Option<String>,
+    /// Whether the lead showed interest; `None` when the analysis does not say.
+    pub interested: Option<bool>,
     /// The lead asked to be called back.
-    pub callback: Option<CallbackRequest>,
+    pub callback_requested: bool,
+    /// The lead's own words for when ("tomorrow after three").
+    pub callback_phrase: Option<String>,
     /// The lead asked never to be called again.
     pub do_not_call: bool,
-    /// The lead raised something urgent; the platform's description of it.
-    pub urgent: Option<String>,
-    /// Free-text summary; carried for the timeline, never logged.
-    pub summary: Option<String>,
+    /// The lead asked for a person (an urgent request).
+    pub wants_person: bool,
+    /// The lead's own words for a do-not-call or person request.
+    pub request_phrase: Option<String>,
 }
 
-/// A callback the lead asked for, in the lead's own words.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CallbackRequest {
-    /// The words the lead used ("tomorrow after three").
-    pub requested_text: String,
-    /// The platform's reading of them, if it gave one.
-    pub requested_at: Option<DateTime<Utc>>,
-}
-
-/// A call outcome, ready to encode as a `call-event`.
+/// A call outcome, ready to encode as a `call-event` (schema `CallEvent`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CallEventDraft {
     pub event_id: Uuid,
@@ -86,31 +80,49 @@ pub struct CallEventDraft {
     pub integration_id: String,
     pub provider: ProviderKind,
     /// The provider's identity of this delivery (`CallSid:CallStatus:Seq`,
-    /// or the `webhook-id`), kept for audits of dedupe.
+    /// or the `webhook-id`); `event_id` is derived from it.
     pub provider_event_id: String,
     /// The provider's call id (Twilio `CallSid`).
     pub call_id: String,
     /// The Kafka key: every event of one contact is on one partition.
     pub contact_id: String,
-    /// The launch that placed the call, when the launch told the platform.
-    pub launch_id: Option<String>,
+    /// The launch (operation id) that placed the call, from the signed request.
+    pub launch_id: Option<Uuid>,
+    pub campaign_id: Option<String>,
     /// The status exactly as the provider sent it.
-    pub raw_status: String,
+    pub provider_status: String,
+    /// The provider's error code or message for a failed call.
+    pub provider_error: Option<String>,
     /// When the provider says it happened; the receive time when it doesn't.
     pub occurred_at: DateTime<Utc>,
     pub received_at: DateTime<Utc>,
-    pub duration_seconds: Option<u32>,
+    pub duration_seconds: Option<i32>,
     /// Answering-machine detection, as the provider labels it.
     pub answered_by: Option<String>,
     /// Twilio's `SequenceNumber`: orders the callbacks of one call.
-    pub sequence: Option<u64>,
+    pub sequence_number: Option<i64>,
     /// A time zone the platform reported for the lead (IANA name).
-    pub timezone: Option<String>,
+    pub reported_time_zone: Option<String>,
     pub analysis: Option<CallAnalysis>,
-    pub correlation_id: String,
+    /// The chain this event continues, when the caller named one; `None`
+    /// means the webhook starts its own chain.
+    pub correlation_id: Option<Uuid>,
 }
 
-/// A request from the CRM to call a contact in a campaign.
+/// What the CRM knows about the contact (schema `ContactDetails`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ContactDetails {
+    /// E.164 number; carried to Kafka, never logged.
+    pub phone_number: Option<String>,
+    pub time_zone: Option<String>,
+    pub do_not_call: Option<bool>,
+    pub blocked: Option<bool>,
+    pub enrolled_student: Option<bool>,
+    pub spam: Option<bool>,
+}
+
+/// A request from the CRM to call a contact in a campaign (a `ContactCommand`
+/// of kind `launch_request`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LaunchRequestDraft {
     /// Derived from tenant and the CRM's request id: a retried request keeps it.
@@ -122,10 +134,11 @@ pub struct LaunchRequestDraft {
     pub campaign_id: String,
     /// The earliest time the CRM wants the call; `None` means as soon as allowed.
     pub not_before: Option<DateTime<Utc>>,
-    /// Lead's time zone if the CRM knows it (IANA name).
-    pub timezone: Option<String>,
-    pub requested_at: DateTime<Utc>,
-    pub correlation_id: String,
+    pub contact: Option<ContactDetails>,
+    pub reason: Option<String>,
+    pub received_at: DateTime<Utc>,
+    /// The chain this request continues, when the caller named one.
+    pub correlation_id: Option<Uuid>,
 }
 
 #[cfg(test)]

@@ -7,13 +7,20 @@
 //! refuses with 503 and `Retry-After`, so the sender retries. It never
 //! interprets what it carries: statuses and analyses travel raw.
 
+pub mod app;
+pub mod codec;
 pub mod config;
 pub mod error;
 pub mod event;
+pub mod launch;
+pub mod metrics;
 pub mod provider;
+pub mod publish;
 pub mod secret;
 pub mod testkit;
+pub mod trace;
 pub mod verify;
 
+pub use app::{app, AppState, StartError};
 pub use config::GatewayConfig;
 pub use error::ApiError;

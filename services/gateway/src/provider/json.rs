@@ -13,9 +13,12 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
 
-use super::{check_tenant, optional_id, required_id, Inbound, Provider, Verified};
+use super::{
+    check_tenant, correlation_header, optional_id, optional_uuid, required_id, Inbound, Provider,
+    Verified,
+};
 use crate::error::ApiError;
-use crate::event::{derive_id, CallAnalysis, CallEventDraft, CallbackRequest, ProviderKind};
+use crate::event::{derive_id, CallAnalysis, CallEventDraft, ProviderKind};
 use crate::verify::standard_webhooks::{self, SignedHeaders};
 use crate::verify::Clock;
 
@@ -34,29 +37,27 @@ pub struct JsonCallEvent {
     pub call_id: Option<String>,
     pub contact_id: Option<String>,
     pub launch_id: Option<String>,
+    pub campaign_id: Option<String>,
     pub status: Option<String>,
     pub occurred_at: Option<DateTime<Utc>>,
     pub duration_seconds: Option<u32>,
     pub answered_by: Option<String>,
-    pub timezone: Option<String>,
+    pub error: Option<String>,
+    pub time_zone: Option<String>,
     pub analysis: Option<JsonAnalysis>,
 }
 
-#[derive(Debug, Deserialize)]
+/// The platform's end-of-call analysis.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
 pub struct JsonAnalysis {
-    pub outcome: Option<String>,
-    pub answered_by: Option<String>,
-    pub callback: Option<JsonCallback>,
-    #[serde(default)]
-    pub do_not_call: bool,
-    pub urgent: Option<String>,
     pub summary: Option<String>,
-}
-
-#[derive(Debug, Deserialize)]
-pub struct JsonCallback {
-    pub requested_text: String,
-    pub requested_at: Option<DateTime<Utc>>,
+    pub interested: Option<bool>,
+    pub callback_requested: bool,
+    pub callback_phrase: Option<String>,
+    pub do_not_call: bool,
+    pub wants_person: bool,
+    pub request_phrase: Option<String>,
 }
 
 /// A message about a JSON error that says where, never what was there.
@@ -68,12 +69,6 @@ pub fn describe_json_error(e: &serde_json::Error) -> String {
         Category::Data => "a field has the wrong type",
     };
     format!("{what} (line {}, column {})", e.line(), e.column())
-}
-
-/// Text fields that are not ids (outcome labels, summaries) only need to be
-/// bounded; a summary may be long but stays inside the body limit anyway.
-fn label(field: &'static str, value: Option<String>) -> Result<Option<String>, ApiError> {
-    optional_id(field, value.as_deref())
 }
 
 impl Provider for Json {
@@ -121,22 +116,17 @@ impl Provider for Json {
         check_tenant(integration, body.tenant_id.as_deref())?;
         let call_id = required_id("call_id", body.call_id.as_deref())?;
         let contact_id = required_id("contact_id", body.contact_id.as_deref())?;
-        let raw_status = required_id("status", body.status.as_deref())?;
-        let launch_id = optional_id("launch_id", body.launch_id.as_deref())?;
-        let analysis = match body.analysis {
-            None => None,
-            Some(a) => Some(CallAnalysis {
-                outcome: label("analysis.outcome", a.outcome)?,
-                answered_by: label("analysis.answered_by", a.answered_by)?,
-                callback: a.callback.map(|c| CallbackRequest {
-                    requested_text: c.requested_text,
-                    requested_at: c.requested_at,
-                }),
-                do_not_call: a.do_not_call,
-                urgent: a.urgent,
-                summary: a.summary,
-            }),
-        };
+        let provider_status = required_id("status", body.status.as_deref())?;
+        let launch_id = optional_uuid("launch_id", body.launch_id.as_deref())?;
+        let analysis = body.analysis.map(|a| CallAnalysis {
+            summary: a.summary,
+            interested: a.interested,
+            callback_requested: a.callback_requested,
+            callback_phrase: a.callback_phrase,
+            do_not_call: a.do_not_call,
+            wants_person: a.wants_person,
+            request_phrase: a.request_phrase,
+        });
         let signed_at = verified
             .signed_at
             .and_then(|s| DateTime::from_timestamp(s, 0));
@@ -144,15 +134,21 @@ impl Provider for Json {
             .occurred_at
             .or(signed_at)
             .unwrap_or(request.received_at);
+        let duration_seconds = match body.duration_seconds.map(i32::try_from) {
+            None => None,
+            Some(Ok(d)) => Some(d),
+            Some(Err(_)) => {
+                return Err(ApiError::Unprocessable {
+                    field: "duration_seconds",
+                    problem: "is too large",
+                })
+            }
+        };
         let event_id = derive_id(&[
             &integration.tenant_id,
             ProviderKind::Json.as_str(),
             &webhook_id,
         ]);
-        let correlation_id = super::correlation_header(request.headers)
-            .map(str::to_string)
-            .or_else(|| launch_id.clone())
-            .unwrap_or_else(|| event_id.to_string());
         Ok(CallEventDraft {
             event_id,
             tenant_id: integration.tenant_id.clone(),
@@ -162,15 +158,17 @@ impl Provider for Json {
             call_id,
             contact_id,
             launch_id,
-            raw_status,
+            campaign_id: optional_id("campaign_id", body.campaign_id.as_deref())?,
+            provider_status,
+            provider_error: optional_id("error", body.error.as_deref())?,
             occurred_at,
             received_at: request.received_at,
-            duration_seconds: body.duration_seconds,
-            answered_by: label("answered_by", body.answered_by)?,
-            sequence: None,
-            timezone: label("timezone", body.timezone)?,
+            duration_seconds,
+            answered_by: optional_id("answered_by", body.answered_by.as_deref())?,
+            sequence_number: None,
+            reported_time_zone: optional_id("time_zone", body.time_zone.as_deref())?,
             analysis,
-            correlation_id,
+            correlation_id: correlation_header(request.headers),
         })
     }
 }

@@ -15,19 +15,21 @@ const NOW: i64 = 1_700_000_000;
 pub const EXAMPLE: &str = r#"{
   "call_id": "call_8c1f",
   "contact_id": "c-1042",
-  "launch_id": "l-77",
+  "launch_id": "0b6e3f2a-5c4d-4e8f-9a1b-2c3d4e5f6a7b",
+  "campaign_id": "spring-intake",
   "status": "completed",
   "occurred_at": "2023-11-14T22:13:20Z",
   "duration_seconds": 74,
   "answered_by": "human",
-  "timezone": "America/Chicago",
+  "time_zone": "America/Chicago",
   "analysis": {
-    "outcome": "callback_requested",
-    "answered_by": "human",
-    "callback": {"requested_text": "tomorrow after three", "requested_at": "2023-11-15T21:00:00Z"},
+    "summary": "Asked to be called back tomorrow afternoon.",
+    "interested": true,
+    "callback_requested": true,
+    "callback_phrase": "tomorrow after three",
     "do_not_call": false,
-    "urgent": null,
-    "summary": "Asked to be called back tomorrow afternoon."
+    "wants_person": false,
+    "request_phrase": null
   }
 }"#;
 
@@ -72,25 +74,30 @@ fn the_documented_example_parses() {
         (
             event.call_id.as_str(),
             event.contact_id.as_str(),
-            event.raw_status.as_str()
+            event.provider_status.as_str()
         ),
         ("call_8c1f", "c-1042", "completed")
     );
-    assert_eq!(event.launch_id.as_deref(), Some("l-77"));
-    assert_eq!(event.timezone.as_deref(), Some("America/Chicago"));
-    let analysis = event.analysis.unwrap();
-    assert_eq!(analysis.outcome.as_deref(), Some("callback_requested"));
-    let callback = analysis.callback.unwrap();
-    assert_eq!(callback.requested_text, "tomorrow after three");
     assert_eq!(
-        callback.requested_at,
-        Some(Utc.with_ymd_and_hms(2023, 11, 15, 21, 0, 0).unwrap())
+        event.launch_id.map(|l| l.to_string()).as_deref(),
+        Some("0b6e3f2a-5c4d-4e8f-9a1b-2c3d4e5f6a7b")
+    );
+    assert_eq!(event.campaign_id.as_deref(), Some("spring-intake"));
+    assert_eq!(event.reported_time_zone.as_deref(), Some("America/Chicago"));
+    assert_eq!(event.duration_seconds, Some(74));
+    let analysis = event.analysis.unwrap();
+    assert!(analysis.callback_requested && !analysis.do_not_call && !analysis.wants_person);
+    assert_eq!(analysis.interested, Some(true));
+    assert_eq!(
+        analysis.callback_phrase.as_deref(),
+        Some("tomorrow after three")
     );
     assert_eq!(
         event.occurred_at,
         Utc.with_ymd_and_hms(2023, 11, 14, 22, 13, 20).unwrap()
     );
     assert_eq!(event.provider_event_id, "msg_1");
+    assert_eq!(event.correlation_id, None);
 }
 
 #[test]

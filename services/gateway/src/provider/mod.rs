@@ -13,6 +13,7 @@ use std::borrow::Cow;
 
 use axum::http::HeaderMap;
 use chrono::{DateTime, Utc};
+use uuid::Uuid;
 
 use crate::config::IntegrationConfig;
 use crate::error::ApiError;
@@ -103,13 +104,25 @@ fn check_id<'v>(field: &'static str, value: &'v str) -> Result<&'v str, ApiError
     Ok(value)
 }
 
-/// The correlation id a caller sent (`X-Correlation-Id`, else
-/// `X-Request-Id`), if it is a sane token.
-pub fn correlation_header(headers: &HeaderMap) -> Option<&str> {
-    ["x-correlation-id", "x-request-id"]
-        .into_iter()
-        .filter_map(|name| headers.get(name)?.to_str().ok())
-        .find(|v| !v.is_empty() && v.len() <= MAX_ID_LEN && v.bytes().all(|b| b.is_ascii_graphic()))
+/// The chain a caller says this request continues (`X-Correlation-Id`),
+/// if it is a UUID (correlation ids are event ids). Anything else is
+/// ignored rather than refused: it is a hint, not part of the event.
+pub fn correlation_header(headers: &HeaderMap) -> Option<Uuid> {
+    let value = headers.get("x-correlation-id")?.to_str().ok()?;
+    Uuid::try_parse(value.trim()).ok()
+}
+
+/// An optional id that must be a UUID (launch ids are operation ids).
+pub fn optional_uuid(field: &'static str, value: Option<&str>) -> Result<Option<Uuid>, ApiError> {
+    match value {
+        None | Some("") => Ok(None),
+        Some(v) => Uuid::try_parse(v)
+            .map(Some)
+            .map_err(|_| ApiError::Unprocessable {
+                field,
+                problem: "is not a UUID",
+            }),
+    }
 }
 
 /// A signed tenant field must agree with the integration's tenant.
@@ -167,11 +180,21 @@ mod tests {
     fn correlation_ids() {
         let mut headers = HeaderMap::new();
         assert_eq!(correlation_header(&headers), None);
-        headers.insert("x-request-id", HeaderValue::from_static("req-1"));
-        assert_eq!(correlation_header(&headers), Some("req-1"));
-        headers.insert("x-correlation-id", HeaderValue::from_static("has space"));
-        assert_eq!(correlation_header(&headers), Some("req-1"));
-        headers.insert("x-correlation-id", HeaderValue::from_static("corr-1"));
-        assert_eq!(correlation_header(&headers), Some("corr-1"));
+        headers.insert("x-correlation-id", HeaderValue::from_static("not-a-uuid"));
+        assert_eq!(correlation_header(&headers), None);
+        let id = "6f1c2a4e-8b9d-4c3e-a1f2-0b1c2d3e4f50";
+        headers.insert("x-correlation-id", HeaderValue::from_static(id));
+        assert_eq!(correlation_header(&headers), Uuid::try_parse(id).ok());
+    }
+
+    #[test]
+    fn uuids() {
+        assert_eq!(optional_uuid("f", None), Ok(None));
+        assert!(optional_uuid("f", Some("l-9")).is_err());
+        assert!(
+            optional_uuid("f", Some("6f1c2a4e-8b9d-4c3e-a1f2-0b1c2d3e4f50"))
+                .unwrap()
+                .is_some()
+        );
     }
 }

@@ -10,7 +10,10 @@
 
 use chrono::{DateTime, Utc};
 
-use super::{check_tenant, optional_id, required_id, Inbound, Provider, Verified};
+use super::{
+    check_tenant, correlation_header, optional_id, optional_uuid, required_id, Inbound, Provider,
+    Verified,
+};
 use crate::error::ApiError;
 use crate::event::{derive_id, CallEventDraft, ProviderKind};
 use crate::verify::twilio;
@@ -34,16 +37,19 @@ fn field<'p>(
         .map(|(_, v)| v.as_ref())
 }
 
-fn number<T: std::str::FromStr>(
+fn number<T: std::str::FromStr + PartialOrd + Default>(
     field: &'static str,
     raw: Option<&str>,
 ) -> Result<Option<T>, ApiError> {
     match raw {
         None | Some("") => Ok(None),
-        Some(v) => v.parse().map(Some).map_err(|_| ApiError::Unprocessable {
-            field,
-            problem: "is not a whole number",
-        }),
+        Some(v) => match v.parse::<T>() {
+            Ok(n) if n >= T::default() => Ok(Some(n)),
+            _ => Err(ApiError::Unprocessable {
+                field,
+                problem: "is not a whole number",
+            }),
+        },
     }
 }
 
@@ -77,11 +83,12 @@ impl Provider for Twilio {
             .path_and_query
             .split_once('?')
             .map_or(&b""[..], |(_, q)| q.as_bytes());
-        let (mut contact, mut launch, mut tenant) = (None, None, None);
+        let (mut contact, mut launch, mut campaign, mut tenant) = (None, None, None, None);
         for (name, value) in form_urlencoded::parse(query) {
             match name.as_ref() {
                 "contact_id" => contact = Some(value),
                 "launch_id" => launch = Some(value),
+                "campaign_id" => campaign = Some(value),
                 "tenant" => tenant = Some(value),
                 _ => {}
             }
@@ -89,13 +96,15 @@ impl Provider for Twilio {
         let integration = request.integration;
         check_tenant(integration, tenant.as_deref())?;
         let contact_id = required_id("contact_id", contact.as_deref())?;
-        let launch_id = optional_id("launch_id", launch.as_deref())?;
+        let launch_id = optional_uuid("launch_id", launch.as_deref())?;
+        let campaign_id = optional_id("campaign_id", campaign.as_deref())?;
         let call_id = required_id("CallSid", field(form, "CallSid"))?;
-        let raw_status = required_id("CallStatus", field(form, "CallStatus"))?;
+        let provider_status = required_id("CallStatus", field(form, "CallStatus"))?;
         let sequence_raw = field(form, "SequenceNumber").unwrap_or("");
-        let sequence = number("SequenceNumber", Some(sequence_raw))?;
+        let sequence_number = number("SequenceNumber", Some(sequence_raw))?;
         let duration_seconds = number("CallDuration", field(form, "CallDuration"))?;
         let answered_by = optional_id("AnsweredBy", field(form, "AnsweredBy"))?;
+        let provider_error = optional_id("ErrorCode", field(form, "ErrorCode"))?;
         // Twilio's `Timestamp` is RFC 2822; one we cannot read is not worth
         // refusing a signed callback over, the receive time stands in.
         let occurred_at = field(form, "Timestamp")
@@ -106,31 +115,29 @@ impl Provider for Twilio {
             &integration.tenant_id,
             ProviderKind::Twilio.as_str(),
             &call_id,
-            &raw_status,
+            &provider_status,
             sequence_raw,
         ]);
-        let correlation_id = super::correlation_header(request.headers)
-            .map(str::to_string)
-            .or_else(|| launch_id.clone())
-            .unwrap_or_else(|| event_id.to_string());
         Ok(CallEventDraft {
             event_id,
             tenant_id: integration.tenant_id.clone(),
             integration_id: integration.id.clone(),
             provider: ProviderKind::Twilio,
-            provider_event_id: format!("{call_id}:{raw_status}:{sequence_raw}"),
+            provider_event_id: format!("{call_id}:{provider_status}:{sequence_raw}"),
             call_id,
             contact_id,
             launch_id,
-            raw_status,
+            campaign_id,
+            provider_status,
+            provider_error,
             occurred_at,
             received_at: request.received_at,
             duration_seconds,
             answered_by,
-            sequence,
-            timezone: None,
+            sequence_number,
+            reported_time_zone: None,
             analysis: None,
-            correlation_id,
+            correlation_id: correlation_header(request.headers),
         })
     }
 }

@@ -57,25 +57,30 @@ fn accept(path: &str, body: &[u8], sign_as: Option<&str>) -> Result<CallEventDra
     provider.parse(&request, verified)
 }
 
-const PATH: &str = "/v1/webhooks/twilio/acme-voice?contact_id=c-7&launch_id=l-9&tenant=acme";
+const LAUNCH: &str = "6f1c2a4e-8b9d-4c3e-a1f2-0b1c2d3e4f50";
+const PATH: &str = "/v1/webhooks/twilio/acme-voice?contact_id=c-7&launch_id=6f1c2a4e-8b9d-4c3e-a1f2-0b1c2d3e4f50&campaign_id=spring&tenant=acme";
 
 #[test]
 fn a_signed_callback_becomes_an_event() {
     let event = accept(PATH, &callback(COMPLETED), Some(TOKEN)).unwrap();
     assert_eq!(event.tenant_id, "acme");
     assert_eq!(event.contact_id, "c-7");
-    assert_eq!(event.launch_id.as_deref(), Some("l-9"));
+    assert_eq!(
+        event.launch_id.map(|l| l.to_string()).as_deref(),
+        Some(LAUNCH)
+    );
+    assert_eq!(event.campaign_id.as_deref(), Some("spring"));
     assert_eq!(event.call_id, "CA42");
-    assert_eq!(event.raw_status, "completed");
+    assert_eq!(event.provider_status, "completed");
     assert_eq!(event.duration_seconds, Some(37));
-    assert_eq!(event.sequence, Some(3));
+    assert_eq!(event.sequence_number, Some(3));
     assert_eq!(event.answered_by.as_deref(), Some("human"));
     assert_eq!(
         event.occurred_at,
         Utc.with_ymd_and_hms(2023, 1, 10, 18, 59, 47).unwrap()
     );
     assert_eq!(event.provider_event_id, "CA42:completed:3");
-    assert_eq!(event.correlation_id, "l-9");
+    assert_eq!(event.correlation_id, None);
     let shown = format!("{event:?}");
     assert!(
         !shown.contains("5551230000") && !shown.contains("5559870000"),
@@ -118,7 +123,8 @@ fn refusals() {
         callback(&pairs)
     };
     let good = callback(COMPLETED);
-    let cases: Vec<(&str, &str, Vec<u8>, Option<&str>, &str)> = vec![
+    type Case<'a> = (&'a str, &'a str, Vec<u8>, Option<&'a str>, &'a str);
+    let cases: Vec<Case<'_>> = vec![
         ("unsigned", PATH, good.clone(), None, "missing_signature"),
         (
             "wrong token",

@@ -154,112 +154,101 @@ mod tests {
         assert_eq!(check(&[key], Some(SIG), BODY, TS), Ok(TS));
     }
 
+    struct Case<'a> {
+        name: &'a str,
+        keys: &'a [Secret],
+        signature: Option<&'a str>,
+        body: &'a [u8],
+        now: i64,
+        want: Result<i64, VerifyError>,
+    }
+
     #[test]
     fn rejections_and_rotation() {
-        let key = decode_secret(SECRET).unwrap();
-        let other = decode_secret("whsec_c2VjcmV0LW90aGVy").unwrap();
-        let both = [other.clone(), key.clone()];
+        let key = [decode_secret(SECRET).unwrap()];
+        let other = [decode_secret("whsec_c2VjcmV0LW90aGVy").unwrap()];
+        let both = [other[0].clone(), key[0].clone()];
         let rotated_sig = format!("v1,AAAA v1a,xyz {SIG}");
-        let cases: &[(
-            &str,
-            &[Secret],
-            Option<&str>,
-            &[u8],
-            i64,
-            Result<i64, VerifyError>,
-        )] = &[
-            ("exact", &[key.clone()], Some(SIG), BODY, TS, Ok(TS)),
-            (
+        let case = |name, keys, signature, now, want| Case {
+            name,
+            keys,
+            signature,
+            body: BODY,
+            now,
+            want,
+        };
+        let cases = [
+            case("exact", &key, Some(SIG), TS, Ok(TS)),
+            case(
                 "old key and new key configured",
                 &both,
                 Some(SIG),
-                BODY,
                 TS,
                 Ok(TS),
             ),
-            (
+            case(
                 "signature list during rotation",
-                &[key.clone()],
+                &key,
                 Some(&rotated_sig),
-                BODY,
                 TS,
                 Ok(TS),
             ),
-            (
+            case(
                 "wrong secret",
-                &[other.clone()],
+                &other,
                 Some(SIG),
-                BODY,
                 TS,
                 Err(VerifyError::Mismatch),
             ),
-            (
-                "tampered body",
-                &[key.clone()],
-                Some(SIG),
-                br#"{"test": 2432232315}"#,
-                TS,
-                Err(VerifyError::Mismatch),
-            ),
-            (
+            Case {
+                body: br#"{"test": 2432232315}"#,
+                ..case(
+                    "tampered body",
+                    &key,
+                    Some(SIG),
+                    TS,
+                    Err(VerifyError::Mismatch),
+                )
+            },
+            case(
                 "missing signature",
-                &[key.clone()],
+                &key,
                 None,
-                BODY,
                 TS,
                 Err(VerifyError::Missing),
             ),
-            (
+            case(
                 "unknown version only",
-                &[key.clone()],
+                &key,
                 Some("v2,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="),
-                BODY,
                 TS,
                 Err(VerifyError::Mismatch),
             ),
-            (
+            case(
                 "garbage",
-                &[key.clone()],
+                &key,
                 Some("v1,@@@"),
-                BODY,
                 TS,
                 Err(VerifyError::Mismatch),
             ),
-            (
-                "at the edge, past",
-                &[key.clone()],
-                Some(SIG),
-                BODY,
-                TS + 300,
-                Ok(TS),
-            ),
-            (
-                "at the edge, future",
-                &[key.clone()],
-                Some(SIG),
-                BODY,
-                TS - 300,
-                Ok(TS),
-            ),
-            (
-                "stale",
-                &[key.clone()],
-                Some(SIG),
-                BODY,
-                TS + 301,
-                Err(VerifyError::Stale),
-            ),
-            (
+            case("at the edge, past", &key, Some(SIG), TS + 300, Ok(TS)),
+            case("at the edge, future", &key, Some(SIG), TS - 300, Ok(TS)),
+            case("stale", &key, Some(SIG), TS + 301, Err(VerifyError::Stale)),
+            case(
                 "from the future",
-                &[key.clone()],
+                &key,
                 Some(SIG),
-                BODY,
                 TS - 301,
                 Err(VerifyError::Stale),
             ),
         ];
-        for (name, keys, sig, body, now, want) in cases {
-            assert_eq!(check(keys, *sig, body, *now), *want, "{name}");
+        for c in cases {
+            assert_eq!(
+                check(c.keys, c.signature, c.body, c.now),
+                c.want,
+                "{}",
+                c.name
+            );
         }
     }
 

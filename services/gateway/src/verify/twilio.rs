@@ -170,7 +170,15 @@ mod tests {
         let wrong = [Secret::new(b"54321".to_vec())];
         let rotated = [Secret::new(b"old".to_vec()), Secret::new(TOKEN.to_vec())];
         let tampered = b"CallSid=CA1234567890ABCDE&Caller=%2B14158675309&Digits=1235&From=%2B14158675309&To=%2B18005551212";
-        let cases: &[(&str, &[Secret], &[u8], &str, Option<&str>, Result<(), VerifyError>)] = &[
+        type Case<'a> = (
+            &'a str,
+            &'a [Secret],
+            &'a [u8],
+            &'a str,
+            Option<&'a str>,
+            Result<(), VerifyError>,
+        );
+        let cases: &[Case<'_>] = &[
             ("good", &right, BODY, URL, Some(good), Ok(())),
             ("rotated: second token", &rotated, BODY, URL, Some(good), Ok(())),
             ("wrong token", &wrong, BODY, URL, Some(good), Err(VerifyError::Mismatch)),

@@ -1,0 +1,390 @@
+//! The router and its shared state: webhook and launch-intake endpoints,
+//! `/healthz`, `/readyz` and `/metrics`. `app(state)` is all a test needs
+//! to drive the gateway without a socket.
+//!
+//! Order of checks on a webhook, cheapest and least trusting first:
+//! integration (404), content type (400), size (413), signature (401), rate
+//! budget (429, spent only by genuinely signed requests), parse (400/422),
+//! then Kafka (202 only on the delivery report, else 503).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Path, State};
+use axum::http::{header, HeaderMap, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use governor::clock::{Clock as _, DefaultClock};
+use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
+use http_body_util::{BodyExt, LengthLimitError, Limited};
+use serde_json::json;
+use uuid::Uuid;
+
+use crate::codec::{Encoded, EventCodec};
+use crate::config::{GatewayConfig, IntegrationConfig, RateLimit, TenantConfig};
+use crate::error::ApiError;
+use crate::event::ProviderKind;
+use crate::metrics::{Metrics, Outcome, Route};
+use crate::provider::{self, json::Json as JsonProvider, twilio::Twilio, Inbound, Provider};
+use crate::publish::{Outgoing, PublishError, Publisher, Readiness};
+use crate::verify::Clock;
+
+/// How long a client is asked to wait after a 503.
+pub const UNAVAILABLE_RETRY_AFTER: Duration = Duration::from_secs(5);
+
+pub(crate) struct Budgeted<C> {
+    pub config: C,
+    pub limiter: DefaultDirectRateLimiter,
+}
+
+pub(crate) fn limiter(rate: RateLimit) -> DefaultDirectRateLimiter {
+    RateLimiter::direct(Quota::per_second(rate.per_second).allow_burst(rate.burst))
+}
+
+/// Spends one unit of a budget, or says how long until one is free.
+pub(crate) fn spend(limiter: &DefaultDirectRateLimiter) -> Result<(), ApiError> {
+    limiter.check().map_err(|not_until| ApiError::RateLimited {
+        retry_after: not_until.wait_time_from(DefaultClock::default().now()),
+    })
+}
+
+/// Everything a request handler shares; cheap to clone.
+#[derive(Clone)]
+pub struct AppState(pub(crate) Arc<Inner>);
+
+pub(crate) struct Inner {
+    pub integrations: HashMap<String, Budgeted<IntegrationConfig>>,
+    pub tenants: Vec<Budgeted<TenantConfig>>,
+    pub twilio: Twilio,
+    pub json: JsonProvider,
+    pub publisher: Arc<Publisher>,
+    pub readiness: Readiness,
+    pub codec: Arc<dyn EventCodec>,
+    pub metrics: Metrics,
+    pub max_body_bytes: usize,
+    pub call_events: String,
+    pub contact_commands: String,
+}
+
+/// The gateway could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("configuration: {0}")]
+    Config(#[from] crate::config::ConfigError),
+    #[error("creating the Kafka producer: {0}")]
+    Kafka(#[from] rdkafka::error::KafkaError),
+    #[error("binding {addr}: {source}")]
+    Bind {
+        addr: std::net::SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("serving HTTP: {0}")]
+    Serve(#[source] std::io::Error),
+}
+
+impl AppState {
+    /// State for `config`, encoding with `codec` and checking signed
+    /// timestamps against `clock`.
+    pub fn new(
+        config: &GatewayConfig,
+        codec: Arc<dyn EventCodec>,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Self, StartError> {
+        config.validate()?;
+        let publisher = Arc::new(Publisher::new(
+            config.kafka.clone(),
+            config.produce_timeout,
+        )?);
+        let call_events = config.topics.name(callstream_platform::topics::CALL_EVENTS);
+        let contact_commands = config
+            .topics
+            .name(callstream_platform::topics::CONTACT_COMMANDS);
+        let readiness = Readiness::new(
+            vec![call_events.clone(), contact_commands.clone()],
+            config.readiness_cache,
+            config.readiness_timeout,
+        );
+        let integrations = config
+            .integrations
+            .iter()
+            .map(|i| {
+                let entry = Budgeted {
+                    limiter: limiter(i.rate_limit),
+                    config: i.clone(),
+                };
+                (i.id.clone(), entry)
+            })
+            .collect();
+        let tenants = config
+            .tenants
+            .iter()
+            .map(|t| Budgeted {
+                limiter: limiter(t.rate_limit),
+                config: t.clone(),
+            })
+            .collect();
+        Ok(Self(Arc::new(Inner {
+            integrations,
+            tenants,
+            twilio: Twilio {
+                public_base_url: config.public_base_url.clone(),
+            },
+            json: JsonProvider {
+                clock,
+                tolerance: config.signature_tolerance,
+            },
+            publisher,
+            readiness,
+            codec,
+            metrics: Metrics::new(),
+            max_body_bytes: config.max_body_bytes,
+            call_events,
+            contact_commands,
+        })))
+    }
+
+    /// The shared producer (for flushing at shutdown).
+    pub fn publisher(&self) -> &Arc<Publisher> {
+        &self.0.publisher
+    }
+
+    /// The metrics in Prometheus text form, as `/metrics` serves them.
+    pub fn metrics_text(&self) -> String {
+        self.0.metrics.encode()
+    }
+}
+
+/// The gateway's HTTP surface.
+pub fn app(state: AppState) -> Router {
+    Router::new()
+        .route("/v1/webhooks/{provider}/{integration_id}", post(webhook))
+        .route("/v1/launch-requests", post(crate::launch::launch_request))
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics))
+        .fallback(|| async { ApiError::NoRoute })
+        .with_state(state)
+}
+
+/// Reads the body, refusing more than `limit` bytes before buffering them.
+pub(crate) async fn read_body(
+    headers: &HeaderMap,
+    body: Body,
+    limit: usize,
+) -> Result<Bytes, ApiError> {
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|len| len > limit as u64) {
+        return Err(ApiError::TooLarge { limit });
+    }
+    match Limited::new(body, limit).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => {
+            Err(ApiError::TooLarge { limit })
+        }
+        Err(_) => Err(ApiError::Malformed("the body could not be read".into())),
+    }
+}
+
+/// The record headers every produced event carries.
+pub(crate) struct RecordHeaders {
+    event_id: [u8; 36],
+    correlation_id: [u8; 36],
+    traceparent: String,
+}
+
+impl RecordHeaders {
+    pub fn new(event_id: Uuid, correlation_id: Option<Uuid>, headers: &HeaderMap) -> Self {
+        let mut e = [0u8; 36];
+        let mut c = [0u8; 36];
+        event_id.hyphenated().encode_lower(&mut e);
+        correlation_id
+            .unwrap_or(event_id)
+            .hyphenated()
+            .encode_lower(&mut c);
+        let incoming = headers.get("traceparent").map(|v| v.as_bytes());
+        Self {
+            event_id: e,
+            correlation_id: c,
+            traceparent: crate::trace::child_of(incoming),
+        }
+    }
+
+    pub fn pairs<'a>(&'a self, encoded: &'a Encoded) -> [(&'a str, &'a [u8]); 5] {
+        [
+            ("event-type", encoded.event_type.as_bytes()),
+            ("schema-fingerprint", encoded.fingerprint.as_bytes()),
+            ("event-id", &self.event_id),
+            ("correlation-id", &self.correlation_id),
+            ("traceparent", self.traceparent.as_bytes()),
+        ]
+    }
+}
+
+/// Produces one encoded record and maps failure to 503.
+pub(crate) async fn produce(
+    inner: &Inner,
+    topic: &str,
+    logical: &'static str,
+    key: &str,
+    encoded: &Encoded,
+    headers: &RecordHeaders,
+) -> Result<(), ApiError> {
+    let started = Instant::now();
+    let result = inner
+        .publisher
+        .publish(Outgoing {
+            topic,
+            key,
+            payload: &encoded.payload,
+            headers: &headers.pairs(encoded),
+        })
+        .await;
+    inner
+        .metrics
+        .produce(logical, result.is_ok(), started.elapsed());
+    result.map(|_| ()).map_err(|e: PublishError| {
+        tracing::warn!(topic, error = %e, "produce failed");
+        ApiError::Unavailable {
+            reason: e.reason(),
+            retry_after: UNAVAILABLE_RETRY_AFTER,
+        }
+    })
+}
+
+/// A 202 naming what was made durable.
+pub(crate) fn accepted(field: &'static str, id: Uuid) -> Response {
+    (
+        StatusCode::ACCEPTED,
+        Json(json!({ field: id, "status": "accepted" })),
+    )
+        .into_response()
+}
+
+async fn webhook(
+    State(state): State<AppState>,
+    path: Result<Path<(String, String)>, axum::extract::rejection::PathRejection>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let started = Instant::now();
+    let inner = &*state.0;
+    let Ok(Path((provider_name, integration_id))) = path else {
+        return ApiError::UnknownIntegration.into_response();
+    };
+    let Some(kind) = ProviderKind::from_name(&provider_name) else {
+        return ApiError::UnknownIntegration.into_response();
+    };
+    let route = match kind {
+        ProviderKind::Twilio => Route::Twilio,
+        ProviderKind::Json => Route::Json,
+    };
+    let entry = inner
+        .integrations
+        .get(&integration_id)
+        .filter(|i| i.config.provider == kind);
+    let result = match entry {
+        None => Err(ApiError::UnknownIntegration),
+        Some(entry) => accept_webhook(inner, kind, entry, &uri, &headers, body).await,
+    };
+    let (code, status, event_id, response) = match result {
+        Ok(event_id) => (
+            "accepted",
+            202,
+            Some(event_id),
+            accepted("event_id", event_id),
+        ),
+        Err(e) => (e.code(), e.status().as_u16(), None, e.into_response()),
+    };
+    inner.metrics.record(&Outcome {
+        route,
+        code,
+        status,
+        integration: entry.map(|e| e.config.id.as_str()),
+        tenant: entry.map(|e| e.config.tenant_id.as_str()),
+        event_id,
+        elapsed: started.elapsed(),
+    });
+    response
+}
+
+async fn accept_webhook(
+    inner: &Inner,
+    kind: ProviderKind,
+    entry: &Budgeted<IntegrationConfig>,
+    uri: &Uri,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<Uuid, ApiError> {
+    let provider: &dyn Provider = match kind {
+        ProviderKind::Twilio => &inner.twilio,
+        ProviderKind::Json => &inner.json,
+    };
+    if !provider::content_type_is(headers, provider.content_type()) {
+        return Err(ApiError::WrongContentType {
+            expected: provider.content_type(),
+        });
+    }
+    let body = read_body(headers, body, inner.max_body_bytes).await?;
+    let request = Inbound {
+        integration: &entry.config,
+        path_and_query: uri.path_and_query().map_or("/", |p| p.as_str()),
+        headers,
+        body: &body,
+        received_at: chrono::Utc::now(),
+    };
+    let verified = provider.verify(&request)?;
+    spend(&entry.limiter)?;
+    let event = provider.parse(&request, verified)?;
+    let encoded = inner.codec.call_event(&event).map_err(|e| {
+        tracing::error!(event_id = %event.event_id, error = %e, "call event does not encode");
+        ApiError::Internal
+    })?;
+    let record_headers = RecordHeaders::new(event.event_id, event.correlation_id, headers);
+    produce(
+        inner,
+        &inner.call_events,
+        callstream_platform::topics::CALL_EVENTS,
+        &event.contact_id,
+        &encoded,
+        &record_headers,
+    )
+    .await?;
+    Ok(event.event_id)
+}
+
+async fn healthz() -> Response {
+    Json(json!({ "status": "ok" })).into_response()
+}
+
+async fn readyz(State(state): State<AppState>) -> Response {
+    let inner = &*state.0;
+    let answer = inner.readiness.check(&inner.publisher).await;
+    inner.metrics.set_ready(answer.is_ok());
+    match answer {
+        Ok(()) => Json(json!({ "status": "ready" })).into_response(),
+        Err(reason) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(json!({ "status": "not_ready", "reason": reason })),
+        )
+            .into_response(),
+    }
+}
+
+async fn metrics(State(state): State<AppState>) -> Response {
+    (
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        state.metrics_text(),
+    )
+        .into_response()
+}
