@@ -87,6 +87,33 @@ pub fn tail(path: &Path, n: usize) -> String {
     tail_text(&String::from_utf8_lossy(&buf), n)
 }
 
+/// What a failure message shows of a log, from byte `from` (where this run's output starts):
+/// its first error lines and their causes, which a JVM's shutdown noise would otherwise bury,
+/// then the last lines.
+pub fn log_excerpt(path: &Path, from: u64) -> String {
+    let Ok(mut file) = fs::File::open(path) else {
+        return format!("(no log at {})", path.display());
+    };
+    let _ = file.seek(SeekFrom::Start(from));
+    let mut buf = Vec::new();
+    let _ = file.read_to_end(&mut buf);
+    let text = String::from_utf8_lossy(&buf);
+    let errors: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains(" ERROR ") || l.contains("FATAL") || l.starts_with("Caused by"))
+        .take(12)
+        .collect();
+    let mut out = String::new();
+    if !errors.is_empty() {
+        out.push_str(&format!("--- errors in {} ---\n", path.display()));
+        out.push_str(&errors.join("\n"));
+        out.push('\n');
+    }
+    out.push_str(&format!("--- last lines of {} ---\n", path.display()));
+    out.push_str(&tail_text(&text, 12));
+    out
+}
+
 /// The last `n` lines of a text.
 pub fn tail_text(text: &str, n: usize) -> String {
     let lines: Vec<&str> = text.lines().collect();
@@ -125,6 +152,44 @@ pub fn wait_for<T>(timeout: Duration, mut check: impl FnMut() -> Result<T>) -> R
             Ok(value) => return Ok(value),
             Err(e) if Instant::now() >= deadline => return Err(e),
             Err(_) => sleep(Duration::from_millis(500)),
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // tests may unwrap: a panic is the failure report
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_log_excerpt_shows_this_runs_errors_before_the_shutdown_noise() {
+        let path = std::env::temp_dir().join(format!("xtask-excerpt-{}.log", std::process::id()));
+        let earlier = "[t0] ERROR an old run's failure (x)\n";
+        let mut log = String::from(earlier);
+        log.push_str("[t1] INFO starting (x)\n");
+        log.push_str(
+            "[t2] ERROR Exiting Kafka due to fatal exception during startup. (kafka.Kafka$)\n",
+        );
+        log.push_str("Caused by: java.net.BindException: Address already in use\n");
+        for i in 0..500 {
+            log.push_str(&format!("[t3] INFO shutdown step {i} (x)\n"));
+        }
+        fs::write(&path, &log).unwrap();
+
+        let excerpt = log_excerpt(&path, earlier.len() as u64);
+        assert!(excerpt.contains("BindException: Address already in use"));
+        assert!(excerpt.contains("Exiting Kafka due to fatal exception"));
+        assert!(!excerpt.contains("an old run's failure"));
+        assert!(excerpt.ends_with("shutdown step 499 (x)"));
+        assert_eq!(excerpt.lines().count(), 2 + 2 + 12);
+        fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn tail_text_keeps_the_last_lines() {
+        let cases = [("a\nb\nc\n", 2, "b\nc"), ("a\nb", 5, "a\nb"), ("", 3, "")];
+        for (text, n, expected) in cases {
+            assert_eq!(tail_text(text, n), expected, "{text:?}");
         }
     }
 }

@@ -108,7 +108,8 @@ pub fn up(layout: &Layout) -> Result<()> {
         }
         State::Ours { pid, info: None } => {
             println!("kafka: pid {pid} is starting; waiting for it to answer ...");
-            return wait_ready(layout, pid, None).map(|_| ());
+            let log_start = fs::metadata(layout.kafka_log()).map_or(0, |m| m.len());
+            return wait_ready(layout, pid, None, log_start).map(|_| ());
         }
         State::Foreign { info: Some(_) } => {
             println!(
@@ -145,6 +146,8 @@ pub fn up(layout: &Layout) -> Result<()> {
         .append(true)
         .open(layout.kafka_log())
         .with_context(|| format!("opening {}", layout.kafka_log().display()))?;
+    // Failure messages quote this run's part of the log only.
+    let log_start = log.metadata()?.len();
     let mut cmd = detached(&java);
     cmd.args(JVM_OPTS)
         .arg(format!(
@@ -166,7 +169,7 @@ pub fn up(layout: &Layout) -> Result<()> {
         "kafka: started pid {pid}; waiting until it answers at {} ...",
         layout::kafka_bootstrap()
     );
-    let info = wait_ready(layout, pid, Some(&mut child))?;
+    let info = wait_ready(layout, pid, Some(&mut child), log_start)?;
     println!(
         "kafka: ready at {} in {:.1?} (cluster {}); log {}",
         layout::kafka_bootstrap(),
@@ -234,6 +237,7 @@ fn wait_ready(
     layout: &Layout,
     pid: u32,
     mut child: Option<&mut std::process::Child>,
+    log_start: u64,
 ) -> Result<ClusterInfo> {
     let deadline = Instant::now() + READY_TIMEOUT;
     let mut last_err = anyhow::anyhow!("not probed yet");
@@ -245,10 +249,8 @@ fn wait_ready(
         if let Some(status) = exited {
             let _ = fs::remove_file(layout.kafka_pid());
             bail!(
-                "the Kafka broker (pid {pid}) exited ({status}) before it was ready\n\
-                 --- last lines of {} ---\n{}",
-                layout.kafka_log().display(),
-                procs::tail(&layout.kafka_log(), 30)
+                "the Kafka broker (pid {pid}) exited ({status}) before it was ready\n{}",
+                procs::log_excerpt(&layout.kafka_log(), log_start)
             );
         }
         match probe() {
@@ -259,10 +261,8 @@ fn wait_ready(
     }
     bail!(
         "the Kafka broker (pid {pid}) did not answer within {READY_TIMEOUT:?} (last probe: \
-         {last_err:#}); it is left running for you to inspect, `cargo xtask down` stops it\n\
-         --- last lines of {} ---\n{}",
-        layout.kafka_log().display(),
-        procs::tail(&layout.kafka_log(), 30)
+         {last_err:#}); it is left running for you to inspect, `cargo xtask down` stops it\n{}",
+        procs::log_excerpt(&layout.kafka_log(), log_start)
     )
 }
 
