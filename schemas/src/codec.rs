@@ -12,6 +12,7 @@ use apache_avro::{from_avro_datum, to_avro_datum, to_value, types::Value};
 
 use crate::{
     registry::{any_from_value, Writer, REGISTRY},
+    scan::{self, ScanError},
     AnyEvent, DecodeError, EncodeError, Event, EventKind, Fingerprint,
 };
 
@@ -94,6 +95,12 @@ pub fn decode_value(bytes: &[u8]) -> Result<(EventKind, Value), DecodeError> {
         .ok_or(DecodeError::UnknownFingerprint(fingerprint))?;
     let event_type = kind.name();
     let writer_info = REGISTRY.writer_schema(writer);
+    // Structure first, without allocating: see `scan` for why apache-avro alone is not enough.
+    scan::check(&writer_info.schema, &writer_info.names, body).map_err(|e| match e {
+        ScanError::Truncated => DecodeError::Truncated("body ends before its schema does"),
+        ScanError::Trailing(count) => DecodeError::TrailingBytes { event_type, count },
+        ScanError::Invalid(detail) => DecodeError::BodyMismatch { event_type, detail },
+    })?;
     let mut reader = BodyReader {
         rest: body,
         ran_out: false,
@@ -106,7 +113,7 @@ pub fn decode_value(bytes: &[u8]) -> Result<(EventKind, Value), DecodeError> {
     }
     let value = decoded.map_err(|source| DecodeError::BodyMismatch {
         event_type,
-        source: Box::new(source),
+        detail: source.to_string(),
     })?;
     if !reader.rest.is_empty() {
         return Err(DecodeError::TrailingBytes {

@@ -27,11 +27,10 @@ pub enum DecodeError {
         found: &'static str,
     },
     /// The body does not decode with the schema its header names.
-    #[error("body of a {event_type} does not match its schema: {source}")]
+    #[error("body of a {event_type} does not match its schema: {detail}")]
     BodyMismatch {
         event_type: &'static str,
-        #[source]
-        source: Box<apache_avro::Error>,
+        detail: String,
     },
     /// The body decoded but bytes were left over: the single-object body is the whole rest.
     #[error("{count} bytes after the end of a {event_type} body")]

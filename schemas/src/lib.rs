@@ -33,6 +33,7 @@ mod event;
 mod fingerprint;
 pub mod headers;
 mod registry;
+mod scan;
 mod serde_util;
 pub mod types;
 

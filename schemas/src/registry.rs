@@ -183,6 +183,8 @@ pub struct SchemaInfo {
     pub json: &'static str,
     /// The parsed schema.
     pub schema: Schema,
+    /// Its named types, for the pre-decode scan.
+    pub(crate) names: crate::scan::Names,
     /// Parsing Canonical Form, as the specification defines it.
     pub canonical_form: String,
     /// CRC-64-AVRO of `canonical_form`: what this crate writes in headers.
@@ -218,6 +220,7 @@ impl SchemaInfo {
             json,
             fingerprint: rabin(canonical_form.as_bytes()),
             canonical_form,
+            names: crate::scan::names_of(&schema),
             schema,
             apache_avro_fingerprint: Fingerprint(apache_avro_fingerprint),
         }
