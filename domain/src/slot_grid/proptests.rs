@@ -136,7 +136,7 @@ fn check_invariants(g: &SlotGrid, hours: &HoursUtc, booked: &Booked) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(96))]
+    #![proptest_config(ProptestConfig::with_cases(256))]
 
     #[test]
     fn any_requests_and_cancels_keep_the_grid_sound_and_deterministic(
