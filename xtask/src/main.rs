@@ -103,3 +103,44 @@ fn main() -> ExitCode {
         }
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // tests may unwrap: a panic is the failure report
+mod tests {
+    use super::*;
+
+    fn test_args(argv: &[&str]) -> Vec<String> {
+        let mut full = vec!["xtask", "test"];
+        full.extend_from_slice(argv);
+        match Cli::try_parse_from(full).unwrap().command {
+            Cmd::Test { args } => args,
+            _ => panic!("not the test command"),
+        }
+    }
+
+    #[test]
+    fn test_arguments_reach_cargo_test_verbatim() {
+        let cases: &[(&[&str], &[&str])] = &[
+            (&[], &[]),
+            (&["-p", "callstream-e2e"], &["-p", "callstream-e2e"]),
+            (
+                &["-p", "callstream-e2e", "--", "--nocapture"],
+                &["-p", "callstream-e2e", "--", "--nocapture"],
+            ),
+            (&["--", "-p", "xtask"], &["-p", "xtask"]),
+        ];
+        for (argv, expected) in cases {
+            assert_eq!(test_args(argv), *expected, "{argv:?}");
+        }
+    }
+
+    #[test]
+    fn every_subcommand_has_help() {
+        use clap::CommandFactory;
+        let cli = Cli::command();
+        for sub in cli.get_subcommands() {
+            assert!(sub.get_about().is_some(), "{} has no help", sub.get_name());
+        }
+        cli.debug_assert();
+    }
+}
