@@ -23,14 +23,14 @@ use http_body_util::{BodyExt, LengthLimitError, Limited};
 use serde_json::json;
 use uuid::Uuid;
 
-use crate::codec::{Encoded, EventCodec};
+use crate::codec::{AvroCodec, Encoded, EventCodec};
 use crate::config::{GatewayConfig, IntegrationConfig, RateLimit, TenantConfig};
 use crate::error::ApiError;
 use crate::event::ProviderKind;
 use crate::metrics::{Metrics, Outcome, Route};
 use crate::provider::{self, json::Json as JsonProvider, twilio::Twilio, Inbound, Provider};
 use crate::publish::{Outgoing, PublishError, Publisher, Readiness};
-use crate::verify::Clock;
+use crate::verify::{Clock, SystemClock};
 
 /// How long a client is asked to wait after a 503.
 pub const UNAVAILABLE_RETRY_AFTER: Duration = Duration::from_secs(5);
@@ -87,9 +87,14 @@ pub enum StartError {
 }
 
 impl AppState {
+    /// State for `config`: Avro values, the system clock.
+    pub fn new(config: &GatewayConfig) -> Result<Self, StartError> {
+        Self::with_parts(config, Arc::new(AvroCodec), Arc::new(SystemClock))
+    }
+
     /// State for `config`, encoding with `codec` and checking signed
-    /// timestamps against `clock`.
-    pub fn new(
+    /// timestamps against `clock` (tests pin it).
+    pub fn with_parts(
         config: &GatewayConfig,
         codec: Arc<dyn EventCodec>,
         clock: Arc<dyn Clock>,
@@ -219,7 +224,7 @@ impl RecordHeaders {
     pub fn pairs<'a>(&'a self, encoded: &'a Encoded) -> [(&'a str, &'a [u8]); 5] {
         [
             ("event-type", encoded.event_type.as_bytes()),
-            ("schema-fingerprint", encoded.fingerprint.as_bytes()),
+            ("schema-fingerprint", &encoded.fingerprint),
             ("event-id", &self.event_id),
             ("correlation-id", &self.correlation_id),
             ("traceparent", self.traceparent.as_bytes()),
@@ -343,21 +348,23 @@ async fn accept_webhook(
     let verified = provider.verify(&request)?;
     spend(&entry.limiter)?;
     let event = provider.parse(&request, verified)?;
-    let encoded = inner.codec.call_event(&event).map_err(|e| {
-        tracing::error!(event_id = %event.event_id, error = %e, "call event does not encode");
+    let (event_id, correlation_id) = (event.event_id, event.correlation_id);
+    let key = event.contact_id.clone();
+    let encoded = inner.codec.call_event(event).map_err(|e| {
+        tracing::error!(%event_id, error = %e, "call event does not encode");
         ApiError::Internal
     })?;
-    let record_headers = RecordHeaders::new(event.event_id, event.correlation_id, headers);
+    let record_headers = RecordHeaders::new(event_id, correlation_id, headers);
     produce(
         inner,
         &inner.call_events,
         callstream_platform::topics::CALL_EVENTS,
-        &event.contact_id,
+        &key,
         &encoded,
         &record_headers,
     )
     .await?;
-    Ok(event.event_id)
+    Ok(event_id)
 }
 
 async fn healthz() -> Response {

@@ -48,6 +48,9 @@ pub struct GatewayConfig {
     pub readiness_timeout: Duration,
     /// How long shutdown waits for the producer to flush (file `flush_timeout_ms`, default 10000).
     pub flush_timeout: Duration,
+    /// Longest a whole request may take, slow uploads included; then 408
+    /// (file `request_timeout_ms`, default 15000; keep it above `produce_timeout`).
+    pub request_timeout: Duration,
     /// The webhook integrations (file `[[integrations]]`).
     pub integrations: Vec<IntegrationConfig>,
     /// The tenants allowed to post launch requests (file `[[tenants]]`).
@@ -144,6 +147,7 @@ impl GatewayConfig {
             readiness_cache: Duration::from_secs(1),
             readiness_timeout: Duration::from_millis(500),
             flush_timeout: Duration::from_secs(10),
+            request_timeout: Duration::from_secs(15),
             integrations: Vec::new(),
             tenants: Vec::new(),
         }
@@ -279,6 +283,7 @@ pub struct FileConfig {
     pub readiness_cache_ms: Option<u64>,
     pub readiness_timeout_ms: Option<u64>,
     pub flush_timeout_ms: Option<u64>,
+    pub request_timeout_ms: Option<u64>,
     #[serde(default)]
     pub integrations: Vec<FileIntegration>,
     #[serde(default)]
@@ -352,6 +357,7 @@ impl FileConfig {
             .readiness_timeout_ms
             .map_or(config.readiness_timeout, ms);
         config.flush_timeout = self.flush_timeout_ms.map_or(config.flush_timeout, ms);
+        config.request_timeout = self.request_timeout_ms.map_or(config.request_timeout, ms);
 
         for i in self.integrations {
             let provider = ProviderKind::from_name(&i.provider).ok_or_else(|| {

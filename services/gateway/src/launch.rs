@@ -160,21 +160,23 @@ async fn accept(
     let body = read_body(headers, body, inner.max_body_bytes).await?;
     spend(&tenant.limiter)?;
     let draft = parse(&tenant.config.tenant_id, &body, headers, Utc::now())?;
-    let encoded = inner.codec.launch_request(&draft).map_err(|e| {
-        tracing::error!(command_id = %draft.command_id, error = %e, "launch request does not encode");
+    let (command_id, correlation_id) = (draft.command_id, draft.correlation_id);
+    let key = draft.contact_id.clone();
+    let encoded = inner.codec.launch_request(draft).map_err(|e| {
+        tracing::error!(%command_id, error = %e, "launch request does not encode");
         ApiError::Internal
     })?;
-    let record_headers = RecordHeaders::new(draft.command_id, draft.correlation_id, headers);
+    let record_headers = RecordHeaders::new(command_id, correlation_id, headers);
     produce(
         inner,
         &inner.contact_commands,
         callstream_platform::topics::CONTACT_COMMANDS,
-        &draft.contact_id,
+        &key,
         &encoded,
         &record_headers,
     )
     .await?;
-    Ok(draft.command_id)
+    Ok(command_id)
 }
 
 #[cfg(test)]
