@@ -148,7 +148,10 @@ fn a_body_that_breaks_its_schema_is_body_mismatch() {
         let mut bytes = good.clone();
         bytes[at] = byte;
         let err = decode_any(&bytes).expect_err(name);
-        assert!(matches!(err, DecodeError::BodyMismatch { .. }), "{name}: {err:?}");
+        assert!(
+            matches!(err, DecodeError::BodyMismatch { .. }),
+            "{name}: {err:?}"
+        );
     }
 }
 
