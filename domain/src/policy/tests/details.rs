@@ -283,3 +283,23 @@ fn reasons_say_why_without_phone_numbers() {
     assert!(CallOrigin::Callback.lead_requested() && CallOrigin::CallMeLater.lead_requested());
     assert!(!CallOrigin::VoicemailRetry.lead_requested());
 }
+
+#[test]
+fn decisions_survive_a_serde_round_trip() {
+    let analysis = CallAnalysis {
+        wants_person: true,
+        interested: Some(true),
+        summary: Some("Asked for an advisor.".into()),
+        callback: Some(CallbackRequest {
+            requested_at: Some(now() + Duration::days(1)),
+            phrase: "tomorrow at 3".into(),
+        }),
+        ..Default::default()
+    };
+    let steps = decide(&policy(), &input(Outcome::Answered, &analysis)).unwrap();
+    let json = serde_json::to_value(&steps).unwrap();
+    assert_eq!(json["decisions"][0]["decision"], "open_exception");
+    assert_eq!(json["decisions"][2]["origin"], "callback");
+    let back: NextSteps = serde_json::from_value(json).unwrap();
+    assert_eq!(back, steps);
+}
