@@ -135,6 +135,9 @@ impl Core {
         assigned: &TopicPartitionList,
     ) {
         let partitions = partitions_of(assigned);
+        if partitions.is_empty() {
+            return;
+        }
         info!(app = %self.spec.app_id, ?partitions, "partitions assigned; restoring their state");
         if let Err(error) = consumer.pause(assigned) {
             warn!(%error, "pausing assigned partitions failed");

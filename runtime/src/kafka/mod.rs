@@ -45,6 +45,13 @@ pub struct RuntimeConfig {
     /// Settings of the changelog topics the runtime creates.
     pub changelog_replication_factor: i32,
     pub changelog_min_insync_replicas: i32,
+    /// How long the group waits for a silent instance before moving its
+    /// partitions (`session.timeout.ms`).
+    pub session_timeout: Duration,
+    /// Static group membership (`group.instance.id` = the transactional id):
+    /// an instance that restarts within the session timeout gets its
+    /// partitions back without a rebalance of the whole group.
+    pub static_membership: bool,
     pub clock: Arc<dyn Clock>,
     pub metrics: Arc<RuntimeMetrics>,
     /// Set it to stop: the open transaction commits, then `run` returns.
@@ -60,6 +67,8 @@ impl RuntimeConfig {
             transaction_timeout: Duration::from_secs(60),
             changelog_replication_factor: 1,
             changelog_min_insync_replicas: 1,
+            session_timeout: Duration::from_secs(10),
+            static_membership: true,
             clock: Arc::new(SystemClock),
             metrics: Arc::new(RuntimeMetrics::new(app_id)),
             shutdown: Arc::new(AtomicBool::new(false)),
@@ -116,7 +125,14 @@ pub fn run<P: Processor>(
     };
     consumer_config
         .set("partition.assignment.strategy", strategy)
-        .set("statistics.interval.ms", "5000");
+        .set("statistics.interval.ms", "5000")
+        .set(
+            "session.timeout.ms",
+            config.session_timeout.as_millis().to_string(),
+        );
+    if config.static_membership {
+        consumer_config.set("group.instance.id", &transactional_id);
+    }
     let consumer: BaseConsumer<EngineContext> = consumer_config
         .create_with_context(EngineContext::new(core.clone(), config.metrics.clone()))
         .map_err(client_error)?;

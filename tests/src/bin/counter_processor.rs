@@ -1,0 +1,53 @@
+//! The runtime's counting processor as its own OS process, so the
+//! exactly-once tests can kill it with SIGKILL at any moment.
+//!
+//! Usage: counter_processor <app> <instance> <input> <output> <dead-letters>
+//! Stops cleanly on SIGTERM or SIGINT.
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use callstream_platform::KafkaSettings;
+use callstream_runtime::testkit::{CountingProcessor, COUNTS_STORE};
+use callstream_runtime::{ProcessorSpec, RuntimeConfig};
+
+fn main() -> Result<()> {
+    callstream_platform::telemetry::init_tracing("warn,callstream_runtime=info");
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let [app, instance, input, output, dead_letters] = args.as_slice() else {
+        bail!("usage: counter_processor <app> <instance> <input> <output> <dead-letters>");
+    };
+    let spec = ProcessorSpec::new(app, dead_letters)
+        .input(input)
+        .store(COUNTS_STORE);
+    let mut config = RuntimeConfig::new(
+        KafkaSettings::from_env(format!("{app}-{instance}")),
+        app,
+        instance,
+    );
+    // Short timeouts keep the crash tests quick: a killed instance's open
+    // transaction and group membership expire within seconds.
+    config.transaction_timeout = Duration::from_secs(10);
+    config.session_timeout = Duration::from_secs(6);
+    let shutdown = config.shutdown.clone();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build();
+        if let Ok(runtime) = runtime {
+            runtime.block_on(async {
+                let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}
+                }
+            });
+        }
+        shutdown.store(true, Ordering::SeqCst);
+    });
+    let processor = CountingProcessor {
+        output_topic: output.clone(),
+    };
+    callstream_runtime::run(processor, spec, config).context("counter processor failed")
+}
