@@ -11,7 +11,7 @@ use std::io::{self, Read};
 use apache_avro::{from_avro_datum, to_avro_datum, to_value, types::Value};
 
 use crate::{
-    registry::{any_from_value, Writer, REGISTRY},
+    registry::{any_from_value, Registry, Writer, REGISTRY},
     scan::{self, ScanError},
     AnyEvent, DecodeError, EncodeError, Event, EventKind, Fingerprint,
 };
@@ -89,12 +89,16 @@ pub fn decode_any(bytes: &[u8]) -> Result<AnyEvent, DecodeError> {
 /// Decodes single-object bytes into an Avro value of the current schema of their event type
 /// (for generic consumers such as the projections' timeline, and for tests).
 pub fn decode_value(bytes: &[u8]) -> Result<(EventKind, Value), DecodeError> {
+    decode_value_in(&REGISTRY, bytes)
+}
+
+fn decode_value_in(registry: &Registry, bytes: &[u8]) -> Result<(EventKind, Value), DecodeError> {
     let (fingerprint, body) = split_header(bytes)?;
-    let (kind, writer) = REGISTRY
+    let (kind, writer) = registry
         .writer(fingerprint)
         .ok_or(DecodeError::UnknownFingerprint(fingerprint))?;
     let event_type = kind.name();
-    let writer_info = REGISTRY.writer_schema(writer);
+    let writer_info = registry.writer_schema(writer);
     // Structure first, without allocating: see `scan` for why apache-avro alone is not enough.
     scan::check(&writer_info.schema, &writer_info.names, body).map_err(|e| match e {
         ScanError::Truncated => DecodeError::Truncated("body ends before its schema does"),
@@ -123,14 +127,12 @@ pub fn decode_value(bytes: &[u8]) -> Result<(EventKind, Value), DecodeError> {
     }
     let value = match writer {
         Writer::Current(_) => value,
-        Writer::Frozen(_) => {
-            value
-                .resolve(kind.schema())
-                .map_err(|source| DecodeError::Resolution {
-                    event_type,
-                    source: Box::new(source),
-                })?
-        }
+        Writer::Frozen(_) => value
+            .resolve(&registry.current[kind as usize].schema)
+            .map_err(|source| DecodeError::Resolution {
+                event_type,
+                source: Box::new(source),
+            })?,
     };
     Ok((kind, value))
 }
@@ -147,5 +149,115 @@ impl Read for BodyReader<'_> {
             self.ran_out = true;
         }
         self.rest.read(buf)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The frozen-writer path, with synthetic older versions (the real history has only v1).
+
+    use super::*;
+    use crate::{registry::FrozenFile, types::CallEvent};
+
+    /// The current call_event schema without some fields, as an "older version".
+    fn call_event_without(fields: &[&str]) -> &'static str {
+        let mut json: serde_json::Value =
+            serde_json::from_str(EventKind::CallEvent.schema_json()).expect("json");
+        json["fields"]
+            .as_array_mut()
+            .expect("fields")
+            .retain(|f| !fields.contains(&f["name"].as_str().unwrap_or_default()));
+        Box::leak(json.to_string().into_boxed_str())
+    }
+
+    fn registry_with(json: &'static str) -> Registry {
+        Registry::build(&[FrozenFile {
+            stem: "call_event",
+            version: 0,
+            json,
+        }])
+    }
+
+    fn sample_value(schema: &apache_avro::Schema) -> Value {
+        // A CallEvent as a generic record of the old schema: encode a real event and read it
+        // back with the old schema's field list.
+        let event = CallEvent {
+            event_id: uuid::Uuid::from_u128(7),
+            tenant_id: "t1".into(),
+            occurred_at: chrono::DateTime::from_timestamp_millis(1_700_000_000_000)
+                .expect("in range"),
+            causation_id: None,
+            correlation_id: Some(uuid::Uuid::from_u128(8)),
+            provider: "twilio".into(),
+            integration_id: Some("i1".into()),
+            provider_event_id: "CA1:completed:3".into(),
+            call_id: "CA1".into(),
+            contact_id: "c1".into(),
+            launch_id: None,
+            campaign_id: None,
+            source: crate::types::CallEventSource::Live,
+            provider_status: "completed".into(),
+            outcome: crate::types::CallOutcome::Answered,
+            answered_by: Some("human".into()),
+            duration_seconds: Some(42),
+            sequence_number: Some(3),
+            provider_error: None,
+            reported_time_zone: None,
+            received_at: chrono::DateTime::from_timestamp_millis(1_700_000_000_500)
+                .expect("in range"),
+            analysis: None,
+        };
+        let full = to_value(&event)
+            .and_then(|v| v.resolve(EventKind::CallEvent.schema()))
+            .expect("resolves");
+        let Value::Record(fields) = full else {
+            panic!("record")
+        };
+        let apache_avro::Schema::Record(old) = schema else {
+            panic!("record schema")
+        };
+        let keep: Vec<&str> = old.fields.iter().map(|f| f.name.as_str()).collect();
+        Value::Record(
+            fields
+                .into_iter()
+                .filter(|(n, _)| keep.contains(&n.as_str()))
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn data_from_an_older_version_resolves_into_the_current_type() {
+        // Dropping optional fields (with defaults) is how an older version looks.
+        let old_json = call_event_without(&["analysis", "provider_error", "reported_time_zone"]);
+        let registry = registry_with(old_json);
+        let old = &registry.frozen[0];
+        assert_ne!(old.fingerprint, EventKind::CallEvent.fingerprint());
+
+        let mut bytes = header(old.fingerprint).to_vec();
+        bytes.extend(to_avro_datum(&old.schema, sample_value(&old.schema)).expect("old writes"));
+        let (kind, value) = decode_value_in(&registry, &bytes).expect("old data decodes");
+        assert_eq!(kind, EventKind::CallEvent);
+        assert!(value.validate(EventKind::CallEvent.schema()));
+        let event: CallEvent = apache_avro::from_value(&value).expect("maps");
+        assert_eq!(event.call_id, "CA1");
+        assert_eq!(event.analysis, None, "the default of the added field");
+
+        // The live registry does not know that fingerprint.
+        assert!(matches!(
+            decode_value(&bytes),
+            Err(DecodeError::UnknownFingerprint(_))
+        ));
+    }
+
+    #[test]
+    fn an_older_version_missing_a_required_field_is_a_resolution_error() {
+        // call_id has no default in the current schema: data without it cannot be read.
+        let old_json = call_event_without(&["call_id"]);
+        let registry = registry_with(old_json);
+        let old = &registry.frozen[0];
+        let mut bytes = header(old.fingerprint).to_vec();
+        bytes.extend(to_avro_datum(&old.schema, sample_value(&old.schema)).expect("old writes"));
+        let err = decode_value_in(&registry, &bytes).expect_err("cannot resolve");
+        assert!(matches!(err, DecodeError::Resolution { .. }), "{err:?}");
     }
 }

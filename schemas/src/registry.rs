@@ -260,36 +260,42 @@ impl Registry {
     }
 }
 
-pub(crate) static REGISTRY: LazyLock<Registry> = LazyLock::new(|| {
-    let current: Vec<SchemaInfo> = EventKind::ALL
-        .iter()
-        .map(|&kind| SchemaInfo::parse(kind, None, kind.schema_json()))
-        .collect();
-    let frozen: Vec<SchemaInfo> = FROZEN
-        .iter()
-        .filter_map(|f| {
-            // A frozen file without a current schema is reported by the tests, not here.
-            let kind = EventKind::ALL
-                .iter()
-                .copied()
-                .find(|k| k.file_stem() == f.stem)?;
-            Some(SchemaInfo::parse(kind, Some(f.version), f.json))
-        })
-        .collect();
-    let mut by_fingerprint = HashMap::new();
-    // Frozen first, so the current schema wins where a frozen version has the same fingerprint
-    // (the usual case: the newest frozen version is the current one) and no resolution is done.
-    for (i, info) in frozen.iter().enumerate() {
-        by_fingerprint.insert(info.fingerprint, Writer::Frozen(i));
-        by_fingerprint.insert(info.apache_avro_fingerprint, Writer::Frozen(i));
+pub(crate) static REGISTRY: LazyLock<Registry> = LazyLock::new(|| Registry::build(FROZEN));
+
+impl Registry {
+    /// Parses the current schemas and the given frozen files (tests add synthetic ones).
+    pub(crate) fn build(frozen_files: &[FrozenFile]) -> Self {
+        let current: Vec<SchemaInfo> = EventKind::ALL
+            .iter()
+            .map(|&kind| SchemaInfo::parse(kind, None, kind.schema_json()))
+            .collect();
+        let frozen: Vec<SchemaInfo> = frozen_files
+            .iter()
+            .filter_map(|f| {
+                // A frozen file without a current schema is reported by the tests, not here.
+                let kind = EventKind::ALL
+                    .iter()
+                    .copied()
+                    .find(|k| k.file_stem() == f.stem)?;
+                Some(SchemaInfo::parse(kind, Some(f.version), f.json))
+            })
+            .collect();
+        let mut by_fingerprint = HashMap::new();
+        // Frozen first, so the current schema wins where a frozen version has the same
+        // fingerprint (the usual case: the newest frozen version is the current one) and no
+        // resolution is done.
+        for (i, info) in frozen.iter().enumerate() {
+            by_fingerprint.insert(info.fingerprint, Writer::Frozen(i));
+            by_fingerprint.insert(info.apache_avro_fingerprint, Writer::Frozen(i));
+        }
+        for info in &current {
+            by_fingerprint.insert(info.fingerprint, Writer::Current(info.kind));
+            by_fingerprint.insert(info.apache_avro_fingerprint, Writer::Current(info.kind));
+        }
+        Registry {
+            current,
+            frozen,
+            by_fingerprint,
+        }
     }
-    for info in &current {
-        by_fingerprint.insert(info.fingerprint, Writer::Current(info.kind));
-        by_fingerprint.insert(info.apache_avro_fingerprint, Writer::Current(info.kind));
-    }
-    Registry {
-        current,
-        frozen,
-        by_fingerprint,
-    }
-});
+}
