@@ -31,6 +31,6 @@ pub use commit::CommitPolicy;
 pub use context::Context;
 pub use driver::{Input, Produced, TestDriver};
 pub use error::RuntimeError;
-pub use kafka::{run, RuntimeConfig};
+pub use kafka::{run, Guarantee, RuntimeConfig};
 pub use metrics::RuntimeMetrics;
 pub use spec::ProcessorSpec;

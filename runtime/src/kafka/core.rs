@@ -11,7 +11,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
-use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{BaseRecord, Producer, ThreadedProducer};
@@ -21,7 +21,7 @@ use tracing::{debug, error, info, warn};
 use crate::api::{header, Headers, Output, Processor, Record};
 use crate::commit::OffsetTracker;
 use crate::error::RuntimeError;
-use crate::kafka::RuntimeConfig;
+use crate::kafka::{Guarantee, RuntimeConfig};
 use crate::spec::ProcessorSpec;
 use crate::task::{StepResult, Task};
 
@@ -200,7 +200,11 @@ impl Core {
         if self.txn_started.is_some() {
             return true;
         }
-        match self.producer.begin_transaction() {
+        let begun = match self.config.guarantee {
+            Guarantee::ExactlyOnce => self.producer.begin_transaction(),
+            Guarantee::AtLeastOnce => Ok(()),
+        };
+        match begun {
             Ok(()) => {
                 self.txn_started = Some(Instant::now());
                 self.txn_records = 0;
@@ -451,11 +455,18 @@ impl Core {
         if self.txn_failed {
             return Err(KafkaError::MessageProduction(RDKafkaErrorCode::Fail));
         }
-        if !self.offsets.is_empty() {
-            let mut offsets = TopicPartitionList::new();
-            for (topic, partition, next) in self.offsets.iter() {
-                offsets.add_partition_offset(topic, partition, Offset::Offset(next))?;
+        let mut offsets = TopicPartitionList::new();
+        for (topic, partition, next) in self.offsets.iter() {
+            offsets.add_partition_offset(topic, partition, Offset::Offset(next))?;
+        }
+        if self.config.guarantee == Guarantee::AtLeastOnce {
+            self.producer.flush(TXN_TIMEOUT)?;
+            if !self.offsets.is_empty() {
+                consumer.commit(&offsets, CommitMode::Sync)?;
             }
+            return Ok(());
+        }
+        if !self.offsets.is_empty() {
             let metadata = consumer
                 .group_metadata()
                 .ok_or(KafkaError::MessageConsumption(
@@ -482,7 +493,12 @@ impl Core {
         if self.txn_started.is_none() {
             return;
         }
-        if let Err(error) = self.producer.abort_transaction(TXN_TIMEOUT) {
+        let aborted = match self.config.guarantee {
+            Guarantee::ExactlyOnce => self.producer.abort_transaction(TXN_TIMEOUT),
+            // Nothing to abort: what was sent stays sent (at least once).
+            Guarantee::AtLeastOnce => Ok(()),
+        };
+        if let Err(error) = aborted {
             if is_fatal(&error) {
                 self.fatal(error);
             } else {

@@ -29,6 +29,16 @@ use self::core::Core;
 use self::rebalance::EngineContext;
 use self::restore::Restorer;
 
+/// The processing guarantee.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Guarantee {
+    /// Outputs, changelog writes and offsets commit in one transaction.
+    ExactlyOnce,
+    /// Outputs and changelog writes are flushed, then offsets committed: a
+    /// crash in between repeats records. For benchmarks and comparisons.
+    AtLeastOnce,
+}
+
 /// How one instance runs.
 #[derive(Debug, Clone)]
 pub struct RuntimeConfig {
@@ -38,6 +48,7 @@ pub struct RuntimeConfig {
     /// fences its predecessor and aborts what it left open.
     pub instance_id: String,
     pub commit: CommitPolicy,
+    pub guarantee: Guarantee,
     /// How long an open transaction may live before the broker aborts it;
     /// it bounds how long a crashed instance's open transaction holds back
     /// readers of its partitions.
@@ -64,6 +75,7 @@ impl RuntimeConfig {
             kafka,
             instance_id: instance_id.into(),
             commit: CommitPolicy::default(),
+            guarantee: Guarantee::ExactlyOnce,
             transaction_timeout: Duration::from_secs(60),
             changelog_replication_factor: 1,
             changelog_min_insync_replicas: 1,
@@ -92,20 +104,30 @@ pub fn run<P: Processor>(
         source,
     };
     let transactional_id = format!("{}-{}", spec.app_id, config.instance_id);
-    let mut producer_config = config
-        .kafka
-        .transactional_producer_config(&transactional_id);
-    producer_config.set(
-        "transaction.timeout.ms",
-        config.transaction_timeout.as_millis().to_string(),
-    );
-    let producer: ThreadedProducer<_> = producer_config.create().map_err(client_error)?;
-    producer
-        .init_transactions(Duration::from_secs(30))
-        .map_err(|source| RuntimeError::Fatal {
-            app: spec.app_id.clone(),
-            source,
-        })?;
+    let producer: ThreadedProducer<_> = match config.guarantee {
+        Guarantee::ExactlyOnce => {
+            let mut producer_config = config
+                .kafka
+                .transactional_producer_config(&transactional_id);
+            producer_config.set(
+                "transaction.timeout.ms",
+                config.transaction_timeout.as_millis().to_string(),
+            );
+            let producer: ThreadedProducer<_> = producer_config.create().map_err(client_error)?;
+            producer
+                .init_transactions(Duration::from_secs(30))
+                .map_err(|source| RuntimeError::Fatal {
+                    app: spec.app_id.clone(),
+                    source,
+                })?;
+            producer
+        }
+        Guarantee::AtLeastOnce => config
+            .kafka
+            .producer_config()
+            .create()
+            .map_err(client_error)?,
+    };
 
     let core = Arc::new(Mutex::new(Core::new(
         producer,

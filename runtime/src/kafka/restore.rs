@@ -17,8 +17,22 @@ use crate::spec::ProcessorSpec;
 use crate::store::Change;
 use crate::task::Task;
 
+/// Restore reads to the end of each changelog partition on purpose; the
+/// end-of-partition events it asks for are not errors worth logging.
+pub(crate) struct RestoreContext;
+
+impl rdkafka::ClientContext for RestoreContext {
+    fn error(&self, error: KafkaError, reason: &str) {
+        if !matches!(error, KafkaError::PartitionEOF(_)) {
+            tracing::error!(%error, reason, "restore consumer error");
+        }
+    }
+}
+
+impl rdkafka::consumer::ConsumerContext for RestoreContext {}
+
 pub(crate) struct Restorer {
-    consumer: BaseConsumer,
+    consumer: BaseConsumer<RestoreContext>,
     app_id: String,
     /// Changelog topic per store index.
     topics: Vec<String>,
@@ -39,7 +53,7 @@ impl Restorer {
             .set("max.partition.fetch.bytes", "16777216")
             .set("queued.max.messages.kbytes", "262144");
         Ok(Self {
-            consumer: consumer_config.create()?,
+            consumer: consumer_config.create_with_context(RestoreContext)?,
             app_id: spec.app_id.clone(),
             topics: spec
                 .all_store_names()

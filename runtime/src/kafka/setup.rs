@@ -34,11 +34,13 @@ pub(crate) fn prepare_topics(
         };
         match partitions {
             None => partitions = Some(count),
-            Some(expected) if expected != count => return Err(refuse(format!(
+            Some(expected) if expected != count => {
+                return Err(refuse(format!(
                 "co-partitioned inputs differ: {} has {expected} partitions, {input} has {count}; \
                      every input must have the same count",
                 spec.inputs[0]
-            ))),
+            )))
+            }
             Some(_) => {}
         }
     }
