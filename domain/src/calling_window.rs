@@ -51,9 +51,11 @@ pub const FEDERAL_LATEST: NaiveTime = match NaiveTime::from_hms_opt(21, 0, 0) {
     None => NaiveTime::MIN,
 };
 
-/// How far [`CallingWindow::next_allowed`] scans at a time; any value
-/// works, a week keeps each step small.
-const SCAN_CHUNK: TimeDelta = TimeDelta::days(7);
+/// How far [`CallingWindow::next_allowed`] scans at first, and at most, in
+/// one step. Most answers are within a day, so it starts small and doubles
+/// over long closed stretches; any sizes are correct.
+const FIRST_CHUNK: TimeDelta = TimeDelta::days(1);
+const MAX_CHUNK: TimeDelta = TimeDelta::days(8);
 
 /// A window setting that cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -304,11 +306,13 @@ impl CallingWindow {
         pick: impl Fn(&Interval) -> Option<DateTime<Utc>>,
     ) -> Option<DateTime<Utc>> {
         let mut from = at;
+        let mut chunk = FIRST_CHUNK;
         while from <= horizon {
             let to = from
-                .checked_add_signed(SCAN_CHUNK)
+                .checked_add_signed(chunk)
                 .unwrap_or(horizon)
                 .min(horizon);
+            chunk = (chunk * 2).min(MAX_CHUNK);
             for iv in self.intervals_around(from, to) {
                 if let Some(found) = pick(&iv) {
                     return (found <= horizon).then_some(found);

@@ -106,6 +106,7 @@ pub struct SkippedSource {
 
 /// The zone(s) a lead is in, where they came from, and what was skipped.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "ResolvedZoneRecord")]
 pub struct ResolvedZone {
     /// Never empty. Several only when an area code spans zones; the first is
     /// the primary zone (spoken times are read in it).
@@ -119,8 +120,33 @@ pub struct ResolvedZone {
 impl ResolvedZone {
     /// The zone spoken times are read in.
     pub fn primary(&self) -> Tz {
-        // `zones` is never empty by construction; UTC is unreachable.
+        // `zones` is never empty (resolution and deserialisation both
+        // check), so the UTC default is unreachable.
         self.zones.first().copied().unwrap_or(Tz::UTC)
+    }
+}
+
+/// A stored [`ResolvedZone`] before it is checked to have a zone.
+#[derive(Deserialize)]
+struct ResolvedZoneRecord {
+    #[serde(with = "serde_tz_vec")]
+    zones: Vec<Tz>,
+    source: ZoneSource,
+    #[serde(default)]
+    skipped: Vec<SkippedSource>,
+}
+
+impl TryFrom<ResolvedZoneRecord> for ResolvedZone {
+    type Error = &'static str;
+    fn try_from(r: ResolvedZoneRecord) -> Result<Self, Self::Error> {
+        if r.zones.is_empty() {
+            return Err("a resolved zone needs at least one zone");
+        }
+        Ok(ResolvedZone {
+            zones: r.zones,
+            source: r.source,
+            skipped: r.skipped,
+        })
     }
 }
 

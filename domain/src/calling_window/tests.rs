@@ -350,3 +350,43 @@ fn settings_are_validated_and_round_trip() {
     let campaign = CampaignWindow::daily(Days::WEEKDAYS, t(9, 0), t(17, 0)).unwrap();
     assert_eq!(campaign.in_zones(vec![]), Err(WindowError::NoZones));
 }
+
+/// `cargo test -p callstream-domain --release -- --ignored window_throughput --nocapture`
+#[test]
+#[ignore = "benchmark"]
+fn window_throughput() {
+    let w = window(Days::WEEKDAYS, (9, 0), (17, 0), &[Denver, Chicago]);
+    let start = local(Chicago, 2026, 6, 13, 11, 0);
+    let n = 200_000;
+    let clock = std::time::Instant::now();
+    let mut allowed = 0;
+    for i in 0..n {
+        allowed += usize::from(w.is_allowed(start + TimeDelta::seconds(75 * i)));
+    }
+    let per = clock.elapsed() / n as u32;
+    println!("is_allowed: {per:?} per call ({allowed} allowed)");
+    let clock = std::time::Instant::now();
+    for i in 0..n {
+        let at = start + TimeDelta::seconds(75 * i);
+        assert!(w.next_allowed(at, at + TimeDelta::days(14)).is_some());
+    }
+    println!("next_allowed: {:?} per call", clock.elapsed() / n as u32);
+}
+
+#[test]
+fn window_for_a_resolved_lead_uses_every_candidate_zone() {
+    use crate::timezone::{resolve_zone, ZoneInputs, ZoneSource};
+    let zone = resolve_zone(&ZoneInputs {
+        phone: Some("+1 915 555 0100"),
+        tenant_default: Some("America/New_York"),
+        ..ZoneInputs::default()
+    })
+    .unwrap();
+    assert_eq!(zone.source, ZoneSource::AreaCode);
+    let campaign = CampaignWindow::daily(Days::EVERY_DAY, t(8, 0), t(21, 0)).unwrap();
+    let w = campaign.for_lead(&zone).unwrap();
+    assert_eq!(w.zones(), &[Denver, Chicago]);
+    // 20:30 in El Paso is 21:30 in the Central part of 915: not allowed.
+    assert!(!w.is_allowed(local(Denver, 2026, 6, 10, 20, 30)));
+    assert!(w.is_allowed(local(Denver, 2026, 6, 10, 19, 30)));
+}

@@ -147,6 +147,10 @@ fn resolved_zone_serialises_with_zone_names_and_source() {
     let back: ResolvedZone = serde_json::from_value(json).unwrap();
     assert_eq!(back, r);
     assert_eq!(back.primary(), chrono_tz::America::Denver);
+    let empty = serde_json::json!({"zones": [], "source": "contact"});
+    assert!(serde_json::from_value::<ResolvedZone>(empty).is_err());
+    let bad = serde_json::json!({"zones": ["Nowhere/Land"], "source": "contact"});
+    assert!(serde_json::from_value::<ResolvedZone>(bad).is_err());
 }
 
 fn local(y: i32, m: u32, d: u32, h: u32, min: u32) -> NaiveDateTime {
