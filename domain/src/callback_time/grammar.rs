@@ -232,9 +232,10 @@ fn relative(toks: &[Tok], i: usize, spoken: &mut Spoken) -> Option<usize> {
     Some(j - i)
 }
 
-fn weekday(tok: &Tok) -> Option<Weekday> {
-    let w = tok.word()?;
-    let day = match w {
+/// A weekday name at `i`. The short forms that are also English words
+/// ("sat", "sun", "wed") count only before a time or a part of the day.
+fn weekday(toks: &[Tok], i: usize) -> Option<Weekday> {
+    let day = match toks.get(i)?.word()? {
         "monday" | "mon" => Weekday::Mon,
         "tuesday" | "tue" | "tues" => Weekday::Tue,
         "wednesday" | "weds" => Weekday::Wed,
@@ -242,9 +243,31 @@ fn weekday(tok: &Tok) -> Option<Weekday> {
         "friday" | "fri" => Weekday::Fri,
         "saturday" => Weekday::Sat,
         "sunday" => Weekday::Sun,
+        short @ ("sat" | "sun" | "wed") => {
+            let next = toks.get(i + 1)?;
+            let before_time = matches!(next, Tok::Num(_) | Tok::Clock { .. })
+                || next.is("at")
+                || part_word(next).is_some();
+            if !before_time {
+                return None;
+            }
+            match short {
+                "sat" => Weekday::Sat,
+                "sun" => Weekday::Sun,
+                _ => Weekday::Wed,
+            }
+        }
         _ => return None,
     };
     Some(day)
+}
+
+/// Whether the token at `i` names a day ("tomorrow", "Monday", "today"):
+/// a number right after one is an hour ("Thursday 3").
+pub(super) fn names_day(toks: &[Tok], i: usize) -> bool {
+    is_tomorrow(toks, i)
+        || is_any(toks, i, &["today", "tonight", "tonite"])
+        || weekday(toks, i).is_some()
 }
 
 fn is_tomorrow(toks: &[Tok], i: usize) -> bool {
@@ -300,7 +323,7 @@ fn day(toks: &[Tok], i: usize, spoken: &mut Spoken) -> Option<usize> {
     }
     let strict = is_any(toks, i, &["next"]);
     let skip = usize::from(strict || is_any(toks, i, &["this", "on", "coming"]));
-    if let Some(day) = toks.get(i + skip).and_then(weekday) {
+    if let Some(day) = weekday(toks, i + skip) {
         set_day(spoken, DaySpec::Weekday { day, strict });
         return Some(skip + 1);
     }
@@ -325,6 +348,11 @@ fn part_word(tok: &Tok) -> Option<DayPart> {
 
 /// "morning", "afternoon", "evening", "night", "lunchtime".
 fn part(toks: &[Tok], i: usize, spoken: &mut Spoken) -> Option<usize> {
+    // "after lunch" is the afternoon.
+    if is_any(toks, i, &["after"]) && is_any(toks, i + 1, &["lunch", "lunchtime"]) {
+        spoken.part.get_or_insert(DayPart::Afternoon);
+        return Some(2);
+    }
     let p = toks.get(i).and_then(part_word)?;
     spoken.part.get_or_insert(p);
     Some(1)

@@ -118,6 +118,21 @@ fn reads_spoken_times_in_the_leads_zone() {
         ("midnight", lt(2026, 6, 11, 0, 0), Ok(ClockTime)),
         ("this afternoon", lt(2026, 6, 10, 14, 0), Ok(DayPart)),
         ("07:30 tomorrow", lt(2026, 6, 11, 7, 30), Ok(ClockTime)),
+        ("Thursday 3", lt(2026, 6, 11, 15, 0), Ok(ClockTime)),
+        ("sat morning", lt(2026, 6, 13, 9, 0), Ok(DayPart)),
+        (
+            "I sat down, call me at 4",
+            lt(2026, 6, 10, 16, 0),
+            Ok(ClockTime),
+        ),
+        ("after lunch", lt(2026, 6, 10, 14, 0), Ok(DayPart)),
+        ("tonight at 10", lt(2026, 6, 10, 22, 0), Ok(ClockTime)),
+        ("from one to three", lt(2026, 6, 10, 13, 0), Ok(ClockTime)),
+        (
+            "i said 3 times no",
+            lt(2026, 6, 10, 12, 0),
+            Err(FallbackReason::NoTimeFound),
+        ),
         // Past times today, no day named: the next day (or the evening).
         ("at 9am", lt(2026, 6, 11, 9, 0), Ok(ClockTime)),
         ("at eight", lt(2026, 6, 10, 20, 0), Ok(ClockTime)),

@@ -4,7 +4,7 @@
 //! am/pm/o'clock.
 
 use super::super::lexer::Tok;
-use super::{is_any, unit_minutes, whole, Clock, Meridiem, Spoken};
+use super::{is_any, names_day, unit_minutes, whole, Clock, Meridiem, Spoken};
 
 const CUES: &[&str] = &[
     "at",
@@ -34,6 +34,8 @@ pub(super) fn clock(toks: &[Tok], i: usize, spoken: &mut Spoken) -> Option<usize
         return None;
     }
     let cue = usize::from(is_any(toks, i, CUES));
+    // A number right after a day is an hour too: "Thursday 3", "tomorrow 10".
+    let after_day = i > 0 && names_day(toks, i - 1);
     let j = i + cue;
     let (found, used) = if let Some(named) = named_time(toks, j) {
         named
@@ -69,7 +71,7 @@ pub(super) fn clock(toks: &[Tok], i: usize, spoken: &mut Spoken) -> Option<usize
         }
         let m = meridiem(toks, j + used);
         let oclock = is_any(toks, j + used, &["oclock"]);
-        if cue == 0 && m.is_none() && !oclock {
+        if cue == 0 && !after_day && m.is_none() && !oclock {
             return None;
         }
         if m.is_some() && !(1..=12).contains(&hour) {
