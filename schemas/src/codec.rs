@@ -8,7 +8,7 @@
 
 use std::io::{self, Read};
 
-use apache_avro::{from_avro_datum, to_avro_datum, to_value, types::Value};
+use apache_avro::{from_avro_datum, to_value, types::Value};
 
 use crate::{
     registry::{any_from_value, Registry, Writer, REGISTRY},
@@ -47,19 +47,14 @@ pub fn split_header(bytes: &[u8]) -> Result<(Fingerprint, &[u8]), DecodeError> {
 
 pub(crate) fn encode<E: Event>(event: &E) -> Result<Vec<u8>, EncodeError> {
     let info = E::KIND.info();
-    let mismatch = |source| EncodeError::SchemaMismatch {
+    let mismatch = |detail: String| EncodeError::SchemaMismatch {
         event_type: E::name(),
-        source: Box::new(source),
+        detail,
     };
-    // to_value gives plain strings and longs; resolve turns them into the schema's enums,
-    // unions, uuids and timestamps (and rejects what does not fit).
-    let value = to_value(event)
-        .and_then(|v| v.resolve(&info.schema))
-        .map_err(mismatch)?;
-    let body = to_avro_datum(&info.schema, value).map_err(mismatch)?;
-    let mut out = Vec::with_capacity(HEADER_LEN + body.len());
+    let value = to_value(event).map_err(|e| mismatch(e.to_string()))?;
+    let mut out = Vec::with_capacity(256);
     out.extend_from_slice(&header(info.fingerprint));
-    out.extend_from_slice(&body);
+    crate::encode::encode(&value, &info.schema, &info.names, &mut out).map_err(mismatch)?;
     Ok(out)
 }
 
@@ -157,6 +152,8 @@ mod tests {
     //! The frozen-writer path, with synthetic older versions (the real history has only v1).
 
     use super::*;
+    use apache_avro::to_avro_datum;
+
     use crate::{registry::FrozenFile, types::CallEvent};
 
     /// The current call_event schema without some fields, as an "older version".

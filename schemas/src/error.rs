@@ -60,10 +60,9 @@ pub enum DecodeError {
 #[derive(Debug, thiserror::Error)]
 pub enum EncodeError {
     /// The value does not fit its schema (the Rust type and the `.avsc` file disagree).
-    #[error("a {event_type} does not fit its schema: {source}")]
+    #[error("a {event_type} does not fit its schema: {detail}")]
     SchemaMismatch {
         event_type: &'static str,
-        #[source]
-        source: Box<apache_avro::Error>,
+        detail: String,
     },
 }

@@ -28,6 +28,7 @@
 //! ```
 
 mod codec;
+mod encode;
 mod error;
 mod event;
 mod fingerprint;

@@ -78,7 +78,8 @@ fn malformed_inputs_give_the_error_that_names_the_problem() {
     let mut bad_magic = good.clone();
     bad_magic[1] = 0x02;
 
-    let cases: Vec<(&str, Vec<u8>, fn(&DecodeError) -> bool)> = vec![
+    type Expect = fn(&DecodeError) -> bool;
+    let cases: Vec<(&str, Vec<u8>, Expect)> = vec![
         ("empty", vec![], |e| matches!(e, DecodeError::Truncated(_))),
         ("magic only", vec![0xC3, 0x01], |e| {
             matches!(e, DecodeError::Truncated(_))

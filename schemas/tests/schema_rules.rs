@@ -350,3 +350,35 @@ fn fingerprint_hex_round_trips_and_rejects_junk() {
         assert_eq!(Fingerprint::parse_hex(junk), None, "{junk}");
     }
 }
+
+/// The v1 fingerprints as Java Avro 1.12.0 computes them (`SchemaNormalization`, via
+/// `interop/JavaCheck.java`). Frozen files never change, so neither do these; a new frozen
+/// version may add its line after running the Java check.
+#[test]
+fn frozen_v1_fingerprints_equal_what_java_computes() {
+    let java: &[(&str, &str)] = &[
+        ("call_event", "0aefe2b3ddc1058c"),
+        ("contact_command", "6ab422bedcac08b2"),
+        ("schedule_request", "bd068d04c2cdb179"),
+        ("schedule_event", "a2728d405b9b110f"),
+        ("launch_command", "c55782a7e41c39d0"),
+        ("call_launch", "43f7fe4b90e30af8"),
+        ("completion_missing", "958d627fef3a7da3"),
+        ("completion_resolved", "f85fb718ab6c3441"),
+        ("crm_command", "0196f1ac436b9bba"),
+        ("crm_result", "f07ef68a7073ff0d"),
+        ("exception", "cdbfe68c63ae68d4"),
+        ("control_change", "af11c36d4abb8a27"),
+        ("alert", "d1f4fb42c63c7dc2"),
+        ("audit_event", "98f13f405c0b357b"),
+    ];
+    for &(stem, hex) in java {
+        let kind = EventKind::ALL
+            .iter()
+            .copied()
+            .find(|k| k.file_stem() == stem)
+            .expect("known stem");
+        let v1 = kind.frozen_versions().next().expect("v1");
+        assert_eq!(v1.fingerprint.to_string(), hex, "{stem}.v1");
+    }
+}
