@@ -47,6 +47,12 @@ pub trait Event:
         Self::KIND.fingerprint()
     }
 
+    /// The Kafka headers for this event (`event-type`, `schema-fingerprint`, and the
+    /// causation and correlation ids when set); the producer adds `traceparent`.
+    fn kafka_headers(&self) -> Vec<(&'static str, String)> {
+        crate::headers::event_headers(Self::KIND, &self.envelope())
+    }
+
     /// Avro single-object encoding: `0xC3 0x01`, the 8-byte fingerprint, the binary body.
     fn encode(&self) -> Result<Vec<u8>, EncodeError> {
         codec::encode(self)

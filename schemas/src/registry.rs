@@ -75,6 +75,11 @@ macro_rules! event_types {
                 }
             }
 
+            /// The Kafka headers for the event, as [`Event::kafka_headers`](crate::Event::kafka_headers).
+            pub fn kafka_headers(&self) -> Vec<(&'static str, String)> {
+                crate::headers::event_headers(self.kind(), &self.envelope())
+            }
+
             /// The envelope fields every event has.
             pub fn envelope(&self) -> crate::Envelope<'_> {
                 match self {

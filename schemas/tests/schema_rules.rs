@@ -335,6 +335,7 @@ fn headers_name_the_type_and_fingerprint_and_carry_the_chain() {
         None,
         "traceparent is the caller's"
     );
+    assert_eq!(event.kafka_headers(), hs);
     assert_eq!(headers::kind_of(b"io.callstream.events.Nope"), None);
     assert_eq!(headers::kind_of(&[0xff]), None);
     assert_eq!(callstream_schemas::CrmResult::name(), kind.name());
