@@ -198,4 +198,13 @@ pub trait Processor: Send + 'static {
     fn on_timer(&mut self, _ctx: &mut Context<'_>, _timer: &Timer) -> Result<(), ProcessError> {
         Ok(())
     }
+
+    /// Handles the result of an effect this processor asked for.
+    fn on_effect(
+        &mut self,
+        _ctx: &mut Context<'_>,
+        _result: &crate::effects::EffectResult,
+    ) -> Result<(), ProcessError> {
+        Ok(())
+    }
 }

@@ -6,6 +6,8 @@
 use serde::{de::DeserializeOwned, Serialize};
 
 use crate::api::{Headers, Output, TimeDomain, TimerHandle};
+use crate::effects::EffectRequest;
+use crate::globals::Globals;
 use crate::store::Change;
 use crate::task::Task;
 use crate::timers;
@@ -16,12 +18,14 @@ pub(crate) struct Effects {
     pub state: Vec<Change>,
     pub timers: Vec<(TimerHandle, Option<i64>)>,
     pub outputs: Vec<Output>,
+    pub effects: Vec<EffectRequest>,
     pub commit_requested: bool,
 }
 
 /// A processor's view of its partition while it handles one record or timer.
 pub struct Context<'a> {
     task: &'a Task,
+    globals: &'a Globals,
     store_names: &'a [String],
     effects: Effects,
     wall_clock_ms: i64,
@@ -31,12 +35,14 @@ pub struct Context<'a> {
 impl<'a> Context<'a> {
     pub(crate) fn new(
         task: &'a Task,
+        globals: &'a Globals,
         store_names: &'a [String],
         wall_clock_ms: i64,
         timestamp_ms: i64,
     ) -> Self {
         Self {
             task,
+            globals,
             store_names,
             effects: Effects::default(),
             wall_clock_ms,
@@ -179,6 +185,32 @@ impl<'a> Context<'a> {
             return *due;
         }
         self.task.timer_due(handle)
+    }
+
+    /// The latest value of `key` in the global table `topic`.
+    pub fn global(&self, topic: &str, key: &[u8]) -> Option<&[u8]> {
+        self.globals.get(topic, key)
+    }
+
+    /// Every entry of the global table `topic`.
+    pub fn global_entries(&self, topic: &str) -> impl Iterator<Item = (&[u8], &[u8])> {
+        self.globals.entries(topic)
+    }
+
+    /// Asks for an effect, run once this transaction commits; its result
+    /// comes back to `Processor::on_effect` on this partition.
+    pub fn request_effect(
+        &mut self,
+        key: impl Into<Vec<u8>>,
+        id: impl Into<String>,
+        payload: impl Into<Vec<u8>>,
+    ) {
+        self.effects.effects.push(EffectRequest {
+            partition: self.task.partition(),
+            key: key.into(),
+            id: id.into(),
+            payload: payload.into(),
+        });
     }
 
     /// Asks the runtime to commit after this record rather than at the next interval.

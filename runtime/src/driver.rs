@@ -7,6 +7,8 @@ use std::collections::BTreeMap;
 
 use crate::api::{header, Headers, Output, Processor, Record};
 use crate::clock::{Clock, ManualClock};
+use crate::effects::{EffectRequest, EffectResult};
+use crate::globals::Globals;
 use crate::partitioner::partition_for_key;
 use crate::spec::ProcessorSpec;
 use crate::store::Change;
@@ -68,6 +70,9 @@ pub struct TestDriver<P: Processor> {
     changelog: Vec<(i32, Change)>,
     next_offset: BTreeMap<(String, i32), i64>,
     produced: Vec<Produced>,
+    globals: Globals,
+    /// Effects asked for and not yet completed, in order.
+    effects: Vec<EffectRequest>,
 }
 
 impl<P: Processor> TestDriver<P> {
@@ -82,7 +87,50 @@ impl<P: Processor> TestDriver<P> {
             changelog: Vec::new(),
             next_offset: BTreeMap::new(),
             produced: Vec::new(),
+            globals: Globals::default(),
+            effects: Vec::new(),
         }
+    }
+
+    /// Sets `key` of the global table `topic` (`None` deletes it), as a
+    /// record on that topic would.
+    pub fn set_global(&mut self, topic: &str, key: impl Into<Vec<u8>>, value: Option<Vec<u8>>) {
+        self.globals.apply(topic, key.into(), value);
+    }
+
+    /// Effects asked for (by committed steps) and not yet completed.
+    pub fn pending_effects(&self) -> &[EffectRequest] {
+        &self.effects
+    }
+
+    /// Takes the pending effects, e.g. to complete some and drop others
+    /// (a dropped one is an effect whose result a crash lost).
+    pub fn take_effects(&mut self) -> Vec<EffectRequest> {
+        std::mem::take(&mut self.effects)
+    }
+
+    /// Hands an effect's result to the processor, as the runtime does once
+    /// the effect returns.
+    pub fn complete_effect(&mut self, request: EffectRequest, payload: Vec<u8>) {
+        self.effects.retain(|r| *r != request);
+        let stores = self.spec.stores.clone();
+        let user_stores = stores.len();
+        let partition = request.partition;
+        let now = self.clock.now_ms();
+        let task = self
+            .tasks
+            .entry(partition)
+            .or_insert_with(|| Task::new(partition, user_stores));
+        let result = task.complete_effect(
+            &mut self.processor,
+            &self.globals,
+            &stores,
+            &EffectResult { request, payload },
+            now,
+        );
+        self.collect(result, None);
+        self.fire_due(partition);
+        self.commit();
     }
 
     pub fn clock(&self) -> &ManualClock {
@@ -125,7 +173,7 @@ impl<P: Processor> TestDriver<P> {
             .tasks
             .entry(partition)
             .or_insert_with(|| Task::new(partition, user_stores));
-        let result = task.process(&mut self.processor, &stores, &record, now);
+        let result = task.process(&mut self.processor, &self.globals, &stores, &record, now);
         self.collect(result, Some(&record));
         self.fire_due(partition);
         self.commit();
@@ -152,7 +200,7 @@ impl<P: Processor> TestDriver<P> {
             let Some(timer) = task.next_due_timer(now) else {
                 return;
             };
-            let result = task.fire(&mut self.processor, &stores, &timer, now);
+            let result = task.fire(&mut self.processor, &self.globals, &stores, &timer, now);
             self.collect(result, None);
         }
     }
@@ -180,6 +228,7 @@ impl<P: Processor> TestDriver<P> {
         for output in result.outputs {
             self.produced.push(self.place(output));
         }
+        self.effects.extend(result.effects);
     }
 
     fn place(&self, output: Output) -> Produced {

@@ -13,6 +13,8 @@ pub struct ProcessorSpec {
     pub stores: Vec<String>,
     /// Where records the processor cannot handle go, with the reason.
     pub dead_letter_topic: String,
+    /// Compacted topics read whole by every instance (e.g. `control`).
+    pub global_tables: Vec<String>,
 }
 
 /// Name of the internal store that holds timers and stream time.
@@ -25,6 +27,7 @@ impl ProcessorSpec {
             inputs: Vec::new(),
             stores: Vec::new(),
             dead_letter_topic: dead_letter_topic.into(),
+            global_tables: Vec::new(),
         }
     }
 
@@ -35,6 +38,11 @@ impl ProcessorSpec {
 
     pub fn store(mut self, name: impl Into<String>) -> Self {
         self.stores.push(name.into());
+        self
+    }
+
+    pub fn global_table(mut self, topic: impl Into<String>) -> Self {
+        self.global_tables.push(topic.into());
         self
     }
 

@@ -6,6 +6,8 @@ use crate::api::{
     Headers, Output, ProcessError, Processor, Record, TimeDomain, Timer, TimerHandle,
 };
 use crate::context::{inherit_headers, Context, Effects};
+use crate::effects::{EffectRequest, EffectResult};
+use crate::globals::Globals;
 use crate::store::{Change, Stores};
 use crate::timers::{self, TimerIndex, STREAM_TIME_KEY};
 
@@ -13,6 +15,7 @@ use crate::timers::{self, TimerIndex, STREAM_TIME_KEY};
 #[derive(Debug, Default)]
 pub(crate) struct StepResult {
     pub outputs: Vec<Output>,
+    pub effects: Vec<EffectRequest>,
     pub commit_requested: bool,
     /// Set when the processor refused the input; its effects were dropped.
     pub error: Option<ProcessError>,
@@ -126,6 +129,7 @@ impl Task {
         }
         StepResult {
             outputs,
+            effects: effects.effects,
             commit_requested: effects.commit_requested,
             error: None,
         }
@@ -135,6 +139,7 @@ impl Task {
     pub fn process<P: Processor + ?Sized>(
         &mut self,
         processor: &mut P,
+        globals: &Globals,
         store_names: &[String],
         record: &Record,
         wall_clock_ms: i64,
@@ -147,7 +152,13 @@ impl Task {
                 value: Some(record.timestamp_ms.to_be_bytes().to_vec()),
             });
         }
-        let mut ctx = Context::new(self, store_names, wall_clock_ms, record.timestamp_ms);
+        let mut ctx = Context::new(
+            self,
+            globals,
+            store_names,
+            wall_clock_ms,
+            record.timestamp_ms,
+        );
         match processor.process(&mut ctx, record) {
             Ok(()) => {
                 let effects = ctx.into_effects();
@@ -178,6 +189,28 @@ impl Task {
         timers::timer_from_entry(handle, entry)
     }
 
+    /// Hands an effect's result to the processor.
+    pub fn complete_effect<P: Processor + ?Sized>(
+        &mut self,
+        processor: &mut P,
+        globals: &Globals,
+        store_names: &[String],
+        result: &EffectResult,
+        wall_clock_ms: i64,
+    ) -> StepResult {
+        let mut ctx = Context::new(self, globals, store_names, wall_clock_ms, wall_clock_ms);
+        match processor.on_effect(&mut ctx, result) {
+            Ok(()) => {
+                let effects = ctx.into_effects();
+                self.apply(effects, None, wall_clock_ms)
+            }
+            Err(error) => StepResult {
+                error: Some(error),
+                ..StepResult::default()
+            },
+        }
+    }
+
     /// The earliest wall-clock due time, for how long the engine may sleep.
     pub fn next_wall_clock_due(&self) -> Option<i64> {
         self.timers.next_due(TimeDomain::WallClock)
@@ -189,6 +222,7 @@ impl Task {
     pub fn fire<P: Processor + ?Sized>(
         &mut self,
         processor: &mut P,
+        globals: &Globals,
         store_names: &[String],
         timer: &Timer,
         wall_clock_ms: i64,
@@ -197,7 +231,7 @@ impl Task {
             TimeDomain::EventTime => timer.due_ms,
             TimeDomain::WallClock => wall_clock_ms,
         };
-        let mut ctx = Context::new(self, store_names, wall_clock_ms, timestamp_ms);
+        let mut ctx = Context::new(self, globals, store_names, wall_clock_ms, timestamp_ms);
         ctx.cancel_timer(&timer.handle);
         let result = processor.on_timer(&mut ctx, timer);
         let effects = ctx.into_effects();

@@ -223,3 +223,74 @@ fn timers_survive_a_restart_and_fire_when_due_after_it() {
     driver.pipe(Input::new("in", "b", "noop").at(START + 500));
     assert_eq!(driver.outputs("fired").len(), 2);
 }
+
+/// Asks for one effect per record (unless the global table `control` says
+/// `paused`), and emits what the effect returned.
+struct Caller;
+
+impl Processor for Caller {
+    fn process(&mut self, ctx: &mut Context<'_>, record: &Record) -> Result<(), ProcessError> {
+        if ctx.global("control", b"mode") == Some(&b"paused"[..]) {
+            ctx.emit(Output::new(
+                "out",
+                record.key.clone().unwrap_or_default(),
+                "held",
+            ));
+            return Ok(());
+        }
+        let key = record.key.clone().unwrap_or_default();
+        ctx.put("ops", key.clone(), b"dispatching".to_vec());
+        ctx.request_effect(
+            key,
+            format!("op-{}", record.offset),
+            record.value.clone().unwrap_or_default(),
+        );
+        Ok(())
+    }
+
+    fn on_effect(
+        &mut self,
+        ctx: &mut Context<'_>,
+        result: &callstream_runtime::EffectResult,
+    ) -> Result<(), ProcessError> {
+        ctx.put("ops", result.request.key.clone(), b"done".to_vec());
+        ctx.emit(Output::new(
+            "out",
+            result.request.key.clone(),
+            result.payload.clone(),
+        ));
+        Ok(())
+    }
+}
+
+#[test]
+fn effects_come_back_to_their_key_and_globals_steer_processing() {
+    let spec = ProcessorSpec::new("caller", "dlq")
+        .input("in")
+        .store("ops")
+        .global_table("control");
+    let mut driver = TestDriver::new(Caller, spec, 4, START);
+    driver.pipe(Input::new("in", "a", "dial"));
+    assert_eq!(driver.get("ops", b"a"), Some(&b"dispatching"[..]));
+    let effects = driver.take_effects();
+    assert_eq!(effects.len(), 1);
+    assert_eq!(effects[0].payload, b"dial");
+    driver.complete_effect(effects[0].clone(), b"accepted".to_vec());
+    assert_eq!(driver.get("ops", b"a"), Some(&b"done"[..]));
+    assert_eq!(values_of(&driver.outputs("out")), ["accepted"]);
+
+    driver.set_global("control", "mode", Some(b"paused".to_vec()));
+    driver.pipe(Input::new("in", "b", "dial"));
+    assert!(driver.pending_effects().is_empty());
+    driver.set_global("control", "mode", None);
+    driver.pipe(Input::new("in", "b", "dial"));
+    assert_eq!(driver.pending_effects().len(), 1);
+    assert_eq!(values_of(&driver.outputs("out")), ["accepted", "held"]);
+}
+
+fn values_of(produced: &[&callstream_runtime::Produced]) -> Vec<String> {
+    produced
+        .iter()
+        .map(|p| String::from_utf8_lossy(p.value.as_deref().unwrap_or_default()).into_owned())
+        .collect()
+}

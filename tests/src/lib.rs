@@ -9,6 +9,8 @@
 //! Helpers return `anyhow::Result` rather than a typed error: their only callers are tests,
 //! where an error is a failure report, and the context says which step failed.
 
+pub mod runtime;
+
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;

@@ -2,21 +2,16 @@
 //! on a partition that receives nothing else, and a poison record goes to
 //! the dead-letter topic while the records after it are processed.
 
-use std::sync::atomic::Ordering;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context as _, Result};
+use callstream_e2e::runtime::{reader, Running};
 use callstream_e2e::{create_topic, produce, producer, unique_name};
-use callstream_platform::KafkaSettings;
 use callstream_runtime::testkit::{CountingProcessor, COUNTS_STORE};
 use callstream_runtime::{
-    header, Context, Output, ProcessError, Processor, ProcessorSpec, Record, RuntimeConfig,
-    RuntimeError, TimeDomain, Timer,
+    header, Context, Output, ProcessError, Processor, ProcessorSpec, Record, TimeDomain, Timer,
 };
-use rdkafka::consumer::{Consumer, StreamConsumer};
 use rdkafka::message::{Headers, Message};
-use rdkafka::{Offset, TopicPartitionList};
 
 const PARTITIONS: i32 = 3;
 
@@ -25,45 +20,6 @@ fn now_ms() -> i64 {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as i64)
         .unwrap_or_default()
-}
-
-struct Running {
-    shutdown: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    thread: JoinHandle<Result<(), RuntimeError>>,
-}
-
-impl Running {
-    fn start<P: Processor>(processor: P, spec: ProcessorSpec) -> Self {
-        let config = RuntimeConfig::new(
-            KafkaSettings::from_env(spec.app_id.clone()),
-            &spec.app_id,
-            "0",
-        );
-        let shutdown = config.shutdown.clone();
-        let thread = std::thread::spawn(move || callstream_runtime::run(processor, spec, config));
-        Self { shutdown, thread }
-    }
-
-    fn stop(self) -> Result<()> {
-        self.shutdown.store(true, Ordering::SeqCst);
-        match self.thread.join() {
-            Ok(result) => result.context("runtime failed"),
-            Err(_) => anyhow::bail!("runtime thread panicked"),
-        }
-    }
-}
-
-fn reader(topic: &str) -> Result<StreamConsumer> {
-    let consumer: StreamConsumer = callstream_e2e::client_config()
-        .set("group.id", unique_name("reader"))
-        .set("isolation.level", "read_committed")
-        .create()?;
-    let mut assignment = TopicPartitionList::new();
-    for partition in 0..PARTITIONS {
-        assignment.add_partition_offset(topic, partition, Offset::Beginning)?;
-    }
-    consumer.assign(&assignment)?;
-    Ok(consumer)
 }
 
 /// Arms a wall-clock timer `delay` ms out for each record; emits the due time when it fires.
@@ -105,11 +61,12 @@ async fn a_wall_clock_timer_fires_on_time_on_a_quiet_partition() -> Result<()> {
             output: output.clone(),
         },
         spec,
+        |_| {},
     );
 
     // One record, then silence on every partition.
     produce(&producer()?, &input, "quiet", b"3000").await?;
-    let consumer = reader(&output)?;
+    let consumer = reader(&output, PARTITIONS)?;
     let message = tokio::time::timeout(Duration::from_secs(30), consumer.recv())
         .await
         .context("the timer never fired")??;
@@ -142,6 +99,7 @@ async fn a_poison_record_is_dead_lettered_and_the_records_after_it_are_processed
             output_topic: output.clone(),
         },
         spec,
+        |_| {},
     );
 
     let producer = producer()?;
@@ -149,7 +107,7 @@ async fn a_poison_record_is_dead_lettered_and_the_records_after_it_are_processed
     produce(&producer, &input, "k", &[0xff, 0xfe, 0x00]).await?;
     produce(&producer, &input, "k", b"after").await?;
 
-    let outputs = reader(&output)?;
+    let outputs = reader(&output, PARTITIONS)?;
     let mut values = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(30);
     while values.len() < 2 && Instant::now() < deadline {
@@ -160,10 +118,13 @@ async fn a_poison_record_is_dead_lettered_and_the_records_after_it_are_processed
     }
     assert_eq!(values, ["before:1", "after:2"]);
 
-    let dead = tokio::time::timeout(Duration::from_secs(30), reader(&dead_letters)?.recv())
-        .await
-        .context("no dead letter arrived")??
-        .detach();
+    let dead = tokio::time::timeout(
+        Duration::from_secs(30),
+        reader(&dead_letters, PARTITIONS)?.recv(),
+    )
+    .await
+    .context("no dead letter arrived")??
+    .detach();
     running.stop()?;
     assert_eq!(dead.payload(), Some(&[0xff, 0xfe, 0x00][..]));
     let reason = dead

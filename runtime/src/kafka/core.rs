@@ -20,7 +20,9 @@ use tracing::{debug, error, info, warn};
 
 use crate::api::{header, Headers, Output, Processor, Record};
 use crate::commit::OffsetTracker;
+use crate::effects::{EffectRequest, EffectResult};
 use crate::error::RuntimeError;
+use crate::globals::Globals;
 use crate::kafka::{Guarantee, RuntimeConfig};
 use crate::spec::ProcessorSpec;
 use crate::task::{StepResult, Task};
@@ -47,6 +49,12 @@ pub(crate) struct Core {
     /// A send failed inside the open transaction: it can only abort.
     txn_failed: bool,
     fatal: Option<RuntimeError>,
+    /// The global tables, kept current by the event loop.
+    pub globals: Globals,
+    /// Effects asked for in the open transaction: they run only if it commits.
+    pending_effects: Vec<EffectRequest>,
+    /// Effects whose transaction committed, waiting to be started.
+    ready_effects: Vec<EffectRequest>,
 }
 
 impl Core {
@@ -74,6 +82,9 @@ impl Core {
             commit_requested: false,
             txn_failed: false,
             fatal: None,
+            globals: Globals::default(),
+            pending_effects: Vec::new(),
+            ready_effects: Vec::new(),
         }
     }
 
@@ -240,7 +251,7 @@ impl Core {
         let Some(task) = self.tasks.get_mut(&partition) else {
             return;
         };
-        let result = task.process(processor, &stores, &record, now_ms);
+        let result = task.process(processor, &self.globals, &stores, &record, now_ms);
         self.config.metrics.records_in.inc();
         self.offsets
             .handled(&record.topic, partition, record.offset);
@@ -268,7 +279,7 @@ impl Core {
                 let Some(task) = self.tasks.get_mut(&partition) else {
                     break;
                 };
-                let result = task.fire(processor, &stores, &timer, now_ms);
+                let result = task.fire(processor, &self.globals, &stores, &timer, now_ms);
                 fired += 1;
                 self.emit(result, None);
             }
@@ -277,6 +288,35 @@ impl Core {
             self.config.metrics.timers_fired.inc_by(fired as u64);
             self.update_timer_gauge();
         }
+    }
+
+    /// Hands an effect's result to its task, inside the open transaction.
+    /// A result for a partition that has moved away is dropped: the new
+    /// owner reconciles from the intent recorded in its restored state.
+    pub fn complete_effect<P: Processor + ?Sized>(
+        &mut self,
+        processor: &mut P,
+        result: EffectResult,
+        now_ms: i64,
+    ) {
+        if !self.tasks.contains_key(&result.request.partition) {
+            debug!(app = %self.spec.app_id, id = %result.request.id, "effect result for a revoked partition dropped");
+            return;
+        }
+        if !self.begin() {
+            return;
+        }
+        let stores = self.spec.stores.clone();
+        let Some(task) = self.tasks.get_mut(&result.request.partition) else {
+            return;
+        };
+        let step = task.complete_effect(processor, &self.globals, &stores, &result, now_ms);
+        self.emit(step, None);
+    }
+
+    /// Effects whose transaction has committed.
+    pub fn take_ready_effects(&mut self) -> Vec<EffectRequest> {
+        std::mem::take(&mut self.ready_effects)
     }
 
     fn update_timer_gauge(&self) {
@@ -305,6 +345,7 @@ impl Core {
         for output in &result.outputs {
             self.send(output);
         }
+        self.pending_effects.extend(result.effects);
         self.config
             .metrics
             .records_out
@@ -429,6 +470,7 @@ impl Core {
                 self.offsets.clear();
                 self.txn_started = None;
                 self.commit_requested = false;
+                self.ready_effects.append(&mut self.pending_effects);
                 self.config.metrics.commits.inc();
                 self.config
                     .metrics
@@ -509,6 +551,7 @@ impl Core {
             task.rollback();
         }
         self.offsets.clear();
+        self.pending_effects.clear();
         self.txn_started = None;
         self.txn_failed = false;
         self.commit_requested = false;

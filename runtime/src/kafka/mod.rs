@@ -8,7 +8,7 @@ mod rebalance;
 mod restore;
 mod setup;
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -21,13 +21,14 @@ use tracing::{info, warn};
 use crate::api::{Headers, Processor, Record};
 use crate::clock::{Clock, SystemClock};
 use crate::commit::CommitPolicy;
+use crate::effects::{EffectHandler, EffectRequest, EffectResult};
 use crate::error::RuntimeError;
 use crate::metrics::RuntimeMetrics;
 use crate::spec::ProcessorSpec;
 
 use self::core::Core;
 use self::rebalance::EngineContext;
-use self::restore::Restorer;
+use self::restore::{GlobalReader, Restorer};
 
 /// The processing guarantee.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,6 +66,8 @@ pub struct RuntimeConfig {
     pub static_membership: bool,
     pub clock: Arc<dyn Clock>,
     pub metrics: Arc<RuntimeMetrics>,
+    /// Runs the effects processors ask for; `None` for processors without.
+    pub effects: Option<EffectRunner>,
     /// Set it to stop: the open transaction commits, then `run` returns.
     pub shutdown: Arc<AtomicBool>,
 }
@@ -83,8 +86,85 @@ impl RuntimeConfig {
             static_membership: true,
             clock: Arc::new(SystemClock),
             metrics: Arc::new(RuntimeMetrics::new(app_id)),
+            effects: None,
             shutdown: Arc::new(AtomicBool::new(false)),
         }
+    }
+}
+
+/// An effect handler and how many of its effects may run at once.
+#[derive(Clone)]
+pub struct EffectRunner {
+    pub handler: Arc<dyn EffectHandler>,
+    pub concurrency: usize,
+}
+
+impl std::fmt::Debug for EffectRunner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EffectRunner")
+            .field("concurrency", &self.concurrency)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Runs effects on a small async executor of the engine's own and sends
+/// their results back to the event loop.
+struct EffectExecutor {
+    runtime: tokio::runtime::Runtime,
+    runner: Option<EffectRunner>,
+    permits: Arc<tokio::sync::Semaphore>,
+    results_tx: std::sync::mpsc::Sender<EffectResult>,
+    results: std::sync::mpsc::Receiver<EffectResult>,
+    in_flight: Arc<AtomicUsize>,
+}
+
+impl EffectExecutor {
+    fn new(runner: Option<EffectRunner>) -> std::io::Result<Self> {
+        let (results_tx, results) = std::sync::mpsc::channel();
+        let concurrency = runner.as_ref().map_or(1, |r| r.concurrency.max(1));
+        Ok(Self {
+            runtime: tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .thread_name("effects")
+                .enable_all()
+                .build()?,
+            runner,
+            permits: Arc::new(tokio::sync::Semaphore::new(concurrency)),
+            results_tx,
+            results,
+            in_flight: Arc::new(AtomicUsize::new(0)),
+        })
+    }
+
+    fn start(&self, app_id: &str, requests: Vec<EffectRequest>) {
+        let Some(runner) = &self.runner else {
+            if !requests.is_empty() {
+                warn!(
+                    app = app_id,
+                    count = requests.len(),
+                    "effects asked for, but no effect handler is configured; dropped"
+                );
+            }
+            return;
+        };
+        for request in requests {
+            let handler = runner.handler.clone();
+            let permits = self.permits.clone();
+            let results = self.results_tx.clone();
+            let in_flight = self.in_flight.clone();
+            in_flight.fetch_add(1, Ordering::SeqCst);
+            self.runtime.spawn(async move {
+                // The semaphore is never closed, so acquiring only waits.
+                let _permit = permits.acquire_owned().await;
+                let payload = handler.call(request.clone()).await;
+                let _ = results.send(EffectResult { request, payload });
+                in_flight.fetch_sub(1, Ordering::SeqCst);
+            });
+        }
+    }
+
+    fn busy(&self) -> bool {
+        self.in_flight.load(Ordering::SeqCst) > 0
     }
 }
 
@@ -96,7 +176,8 @@ pub fn run<P: Processor>(
     spec: ProcessorSpec,
     config: RuntimeConfig,
 ) -> Result<(), RuntimeError> {
-    let partitions = setup::prepare_topics(&spec, &config)?;
+    let prepared = setup::prepare_topics(&spec, &config)?;
+    let partitions = prepared.partitions;
     info!(app = %spec.app_id, partitions, inputs = ?spec.inputs, "starting processor");
 
     let client_error = |source| RuntimeError::Client {
@@ -161,8 +242,23 @@ pub fn run<P: Processor>(
     let inputs: Vec<&str> = spec.inputs.iter().map(String::as_str).collect();
     consumer.subscribe(&inputs).map_err(client_error)?;
     let restorer = Restorer::new(&spec, &config).map_err(client_error)?;
+    let globals = GlobalReader::start(&spec, &config, &prepared.counts, &mut lock(&core).globals)?;
+    let executor =
+        EffectExecutor::new(config.effects.clone()).map_err(|e| RuntimeError::Setup {
+            app: spec.app_id.clone(),
+            reason: format!("cannot start the effect executor: {e}"),
+        })?;
+    let parts = LoopParts {
+        consumer: &consumer,
+        core: &core,
+        restorer: &restorer,
+        globals: globals.as_ref(),
+        executor: &executor,
+        config: &config,
+        app_id: &spec.app_id,
+    };
 
-    let result = event_loop(&mut processor, &consumer, &core, &restorer, &config);
+    let result = event_loop(&mut processor, &parts);
     let finish = lock(&core).commit(&consumer);
     consumer.unsubscribe();
     drop(consumer);
@@ -179,14 +275,35 @@ fn lock(core: &Mutex<Core>) -> std::sync::MutexGuard<'_, Core> {
 /// Most records handled between two checks of timers and commit.
 const MAX_BATCH: usize = 2_000;
 
-fn event_loop<P: Processor>(
-    processor: &mut P,
-    consumer: &BaseConsumer<EngineContext>,
-    core: &Mutex<Core>,
-    restorer: &Restorer,
-    config: &RuntimeConfig,
-) -> Result<(), RuntimeError> {
+/// What the event loop works with.
+struct LoopParts<'a> {
+    consumer: &'a BaseConsumer<EngineContext>,
+    core: &'a Mutex<Core>,
+    restorer: &'a Restorer,
+    globals: Option<&'a GlobalReader>,
+    executor: &'a EffectExecutor,
+    config: &'a RuntimeConfig,
+    app_id: &'a str,
+}
+
+/// How long the loop waits for records while effects are out, so their
+/// results are picked up promptly.
+const EFFECT_POLL: Duration = Duration::from_millis(5);
+
+fn event_loop<P: Processor>(processor: &mut P, parts: &LoopParts<'_>) -> Result<(), RuntimeError> {
+    let LoopParts {
+        consumer,
+        core,
+        restorer,
+        globals,
+        executor,
+        config,
+        app_id,
+    } = *parts;
     while !config.shutdown.load(Ordering::SeqCst) {
+        if let Some(reader) = globals {
+            reader.poll(&mut lock(core).globals);
+        }
         let pending = lock(core).take_pending_restore();
         if !pending.is_empty() {
             let started = Instant::now();
@@ -197,8 +314,10 @@ fn event_loop<P: Processor>(
                 .observe(started.elapsed().as_secs_f64());
             lock(core).install(tasks, consumer);
         }
-        let wait = lock(core).poll_timeout(config.clock.now_ms());
-        let mut wait = wait;
+        let mut wait = lock(core).poll_timeout(config.clock.now_ms());
+        if executor.busy() {
+            wait = wait.min(EFFECT_POLL);
+        }
         for _ in 0..MAX_BATCH {
             match consumer.poll(wait) {
                 None => break,
@@ -214,9 +333,13 @@ fn event_loop<P: Processor>(
             wait = Duration::ZERO;
         }
         let mut core = lock(core);
+        while let Ok(result) = executor.results.try_recv() {
+            core.complete_effect(processor, result, config.clock.now_ms());
+        }
         core.fire_timers(processor, config.clock.now_ms());
         core.maybe_commit(consumer);
         core.take_fatal()?;
+        executor.start(app_id, core.take_ready_effects());
     }
     Ok(())
 }

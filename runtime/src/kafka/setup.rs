@@ -2,6 +2,8 @@
 //! changelog topic exists with the inputs' partition count (created when
 //! missing). Anything else refuses to start, with the reason.
 
+use std::collections::HashMap;
+
 use callstream_platform::admin::{self, AdminError};
 use callstream_platform::topics::{TopicKind, Topics};
 
@@ -9,11 +11,19 @@ use crate::error::RuntimeError;
 use crate::kafka::RuntimeConfig;
 use crate::spec::ProcessorSpec;
 
-/// Checks and creates topics; returns the partition count of the inputs.
+/// What start-up found.
+pub(crate) struct Prepared {
+    /// Partitions of every input (and changelog).
+    pub partitions: i32,
+    /// Partition counts of every topic in the cluster.
+    pub counts: HashMap<String, i32>,
+}
+
+/// Checks and creates topics.
 pub(crate) fn prepare_topics(
     spec: &ProcessorSpec,
     config: &RuntimeConfig,
-) -> Result<i32, RuntimeError> {
+) -> Result<Prepared, RuntimeError> {
     let refuse = |reason: String| RuntimeError::Setup {
         app: spec.app_id.clone(),
         reason,
@@ -45,6 +55,11 @@ pub(crate) fn prepare_topics(
         }
     }
     let partitions = partitions.unwrap_or_default();
+    if let Some(missing) = spec.global_tables.iter().find(|t| !counts.contains_key(*t)) {
+        return Err(refuse(format!(
+            "global table topic {missing} does not exist (create it with `callstream topics create`)"
+        )));
+    }
 
     let topics = Topics {
         prefix: String::new(),
@@ -78,5 +93,5 @@ pub(crate) fn prepare_topics(
         tracing::warn!(topic = %difference.topic, setting = %difference.setting,
             expected = %difference.expected, actual = %difference.actual, "topic setting differs");
     }
-    Ok(partitions)
+    Ok(Prepared { partitions, counts })
 }
