@@ -17,6 +17,7 @@ use axum::http::{header, HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use callstream_schemas::headers;
 use governor::clock::{Clock as _, DefaultClock};
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
@@ -223,11 +224,13 @@ impl RecordHeaders {
 
     pub fn pairs<'a>(&'a self, encoded: &'a Encoded) -> [(&'a str, &'a [u8]); 5] {
         [
-            ("event-type", encoded.event_type.as_bytes()),
-            ("schema-fingerprint", &encoded.fingerprint),
+            (headers::EVENT_TYPE, encoded.event_type.as_bytes()),
+            (headers::SCHEMA_FINGERPRINT, &encoded.fingerprint),
             ("event-id", &self.event_id),
-            ("correlation-id", &self.correlation_id),
-            ("traceparent", self.traceparent.as_bytes()),
+            // Always present: the chain's id, which is this event's own
+            // when the request starts a chain (as every webhook does).
+            (headers::CORRELATION_ID, &self.correlation_id),
+            (headers::TRACEPARENT, self.traceparent.as_bytes()),
         ]
     }
 }
