@@ -18,10 +18,11 @@ use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use uuid::Uuid;
 
-use crate::app::{accepted, produce, read_body, spend, AppState, Budgeted, RecordHeaders};
+use crate::app::{spend, AppState, Budgeted};
 use crate::config::{hash_token, TenantConfig};
 use crate::error::ApiError;
 use crate::event::{derive_id, ContactDetails, LaunchRequestDraft};
+use crate::intake::{accepted, produce, read_body, RecordHeaders};
 use crate::metrics::{Outcome, Route};
 use crate::provider::json::describe_json_error;
 use crate::provider::{content_type_is, correlation_header, optional_id, required_id};

@@ -12,6 +12,7 @@ pub mod codec;
 pub mod config;
 pub mod error;
 pub mod event;
+pub mod intake;
 pub mod launch;
 pub mod metrics;
 pub mod provider;

@@ -13,8 +13,11 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use callstream_platform::{KafkaSettings, Topics};
-use serde::Deserialize;
 use sha2::{Digest, Sha256};
+
+mod file;
+
+pub use file::{EnvLookup, FileConfig, FileIntegration, FileTenant, Lookup, SecretSource};
 
 use crate::event::ProviderKind;
 use crate::secret::Secret;
@@ -207,17 +210,17 @@ impl GatewayConfig {
     }
 }
 
-fn invalid(message: String) -> ConfigError {
+pub(crate) fn invalid(message: String) -> ConfigError {
     ConfigError::Invalid(message)
 }
 
-fn parse_listen(text: &str) -> Result<SocketAddr, ConfigError> {
+pub(crate) fn parse_listen(text: &str) -> Result<SocketAddr, ConfigError> {
     text.trim()
         .parse()
         .map_err(|_| invalid(format!("listen address {text:?} is not host:port")))
 }
 
-fn normalise_base_url(text: &str) -> Result<String, ConfigError> {
+pub(crate) fn normalise_base_url(text: &str) -> Result<String, ConfigError> {
     let url = text.trim().trim_end_matches('/');
     if !(url.starts_with("https://") || url.starts_with("http://")) || url.contains(['?', '#']) {
         return Err(invalid(format!(
@@ -227,186 +230,5 @@ fn normalise_base_url(text: &str) -> Result<String, ConfigError> {
     Ok(url.to_string())
 }
 
-/// Where a secret's value is read from. Never the config file itself.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "snake_case", deny_unknown_fields)]
-pub enum SecretSource {
-    /// An environment variable holding the secret.
-    Env(String),
-    /// A file holding the secret (surrounding whitespace ignored).
-    File(PathBuf),
-    /// For tokens only: the hex SHA-256 of the token, so the plaintext
-    /// need not be deployed at all.
-    Sha256(String),
-}
-
-/// Reads environment variables; a trait so tests need not mutate the
-/// process environment.
-pub trait Lookup {
-    fn var(&self, name: &str) -> Option<String>;
-}
-
-/// The process environment.
-pub struct EnvLookup;
-
-impl Lookup for EnvLookup {
-    fn var(&self, name: &str) -> Option<String> {
-        std::env::var(name).ok()
-    }
-}
-
-impl SecretSource {
-    fn read(&self, env: &dyn Lookup) -> Result<String, ConfigError> {
-        match self {
-            Self::Env(name) => env
-                .var(name)
-                .map(|v| v.trim().to_string())
-                .filter(|v| !v.is_empty())
-                .ok_or_else(|| invalid(format!("secret variable {name} is unset or empty"))),
-            Self::File(path) => std::fs::read_to_string(path)
-                .map(|v| v.trim().to_string())
-                .map_err(|e| invalid(format!("reading secret file {}: {e}", path.display()))),
-            Self::Sha256(_) => Err(invalid("a sha256 source is only valid for tokens".into())),
-        }
-    }
-}
-
-/// The config file's shape (TOML).
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FileConfig {
-    pub listen: Option<String>,
-    pub public_base_url: Option<String>,
-    pub produce_timeout_ms: Option<u64>,
-    pub max_body_bytes: Option<usize>,
-    pub signature_tolerance_secs: Option<u64>,
-    pub readiness_cache_ms: Option<u64>,
-    pub readiness_timeout_ms: Option<u64>,
-    pub flush_timeout_ms: Option<u64>,
-    pub request_timeout_ms: Option<u64>,
-    #[serde(default)]
-    pub integrations: Vec<FileIntegration>,
-    #[serde(default)]
-    pub tenants: Vec<FileTenant>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FileIntegration {
-    pub id: String,
-    pub tenant: String,
-    /// `twilio` or `json`.
-    pub provider: String,
-    pub secrets: Vec<SecretSource>,
-    pub rate_per_second: Option<NonZeroU32>,
-    pub burst: Option<NonZeroU32>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FileTenant {
-    pub tenant: String,
-    pub tokens: Vec<SecretSource>,
-    pub rate_per_second: Option<NonZeroU32>,
-    pub burst: Option<NonZeroU32>,
-}
-
-fn rate(per_second: Option<NonZeroU32>, burst: Option<NonZeroU32>) -> RateLimit {
-    let default = RateLimit::default();
-    let per_second = per_second.unwrap_or(default.per_second);
-    RateLimit {
-        per_second,
-        burst: burst.unwrap_or(per_second.saturating_mul(NonZeroU32::MIN.saturating_add(1))),
-    }
-}
-
-fn decode_hex_sha256(hex: &str) -> Option<Secret> {
-    let hex = hex.trim();
-    if hex.len() != 64 {
-        return None;
-    }
-    let bytes: Option<Vec<u8>> = (0..32)
-        .map(|i| u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok())
-        .collect();
-    bytes.map(Secret::new)
-}
-
-impl FileConfig {
-    /// Resolves secrets and defaults into a validated [`GatewayConfig`].
-    pub fn resolve(
-        self,
-        kafka: KafkaSettings,
-        topics: Topics,
-        env: &dyn Lookup,
-    ) -> Result<GatewayConfig, ConfigError> {
-        let mut config = GatewayConfig::new(kafka, topics);
-        if let Some(listen) = &self.listen {
-            config.listen = parse_listen(listen)?;
-        }
-        if let Some(url) = &self.public_base_url {
-            config.public_base_url = normalise_base_url(url)?;
-        }
-        let ms = Duration::from_millis;
-        config.produce_timeout = self.produce_timeout_ms.map_or(config.produce_timeout, ms);
-        config.max_body_bytes = self.max_body_bytes.unwrap_or(config.max_body_bytes);
-        config.signature_tolerance = self
-            .signature_tolerance_secs
-            .map_or(config.signature_tolerance, Duration::from_secs);
-        config.readiness_cache = self.readiness_cache_ms.map_or(config.readiness_cache, ms);
-        config.readiness_timeout = self
-            .readiness_timeout_ms
-            .map_or(config.readiness_timeout, ms);
-        config.flush_timeout = self.flush_timeout_ms.map_or(config.flush_timeout, ms);
-        config.request_timeout = self.request_timeout_ms.map_or(config.request_timeout, ms);
-
-        for i in self.integrations {
-            let provider = ProviderKind::from_name(&i.provider).ok_or_else(|| {
-                invalid(format!(
-                    "integration {:?}: unknown provider {:?}",
-                    i.id, i.provider
-                ))
-            })?;
-            let mut secrets = Vec::with_capacity(i.secrets.len());
-            for source in &i.secrets {
-                let text = source.read(env)?;
-                secrets.push(match provider {
-                    ProviderKind::Twilio => Secret::new(text.into_bytes()),
-                    ProviderKind::Json => standard_webhooks::decode_secret(&text)
-                        .map_err(|e| invalid(format!("integration {:?}: {e}", i.id)))?,
-                });
-            }
-            config.integrations.push(IntegrationConfig {
-                id: i.id,
-                tenant_id: i.tenant,
-                provider,
-                secrets,
-                rate_limit: rate(i.rate_per_second, i.burst),
-            });
-        }
-        for t in self.tenants {
-            let mut token_hashes = Vec::with_capacity(t.tokens.len());
-            for source in &t.tokens {
-                token_hashes.push(match source {
-                    SecretSource::Sha256(hex) => decode_hex_sha256(hex).ok_or_else(|| {
-                        invalid(format!(
-                            "tenant {:?}: sha256 must be 64 hex digits",
-                            t.tenant
-                        ))
-                    })?,
-                    other => hash_token(other.read(env)?.as_bytes()),
-                });
-            }
-            config.tenants.push(TenantConfig {
-                tenant_id: t.tenant,
-                token_hashes,
-                rate_limit: rate(t.rate_per_second, t.burst),
-            });
-        }
-        config.validate()?;
-        Ok(config)
-    }
-}
-
 #[cfg(test)]
-#[path = "config_tests.rs"]
 mod tests;
