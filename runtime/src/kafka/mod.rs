@@ -301,6 +301,9 @@ fn event_loop<P: Processor>(processor: &mut P, parts: &LoopParts<'_>) -> Result<
         app_id,
     } = *parts;
     while !config.shutdown.load(Ordering::SeqCst) {
+        // One span per turn of the loop (a batch and the commit it may end
+        // with), so every log line carries the processor's name.
+        let _batch = tracing::debug_span!("batch", app = app_id).entered();
         if let Some(reader) = globals {
             reader.poll(&mut lock(core).globals);
         }
