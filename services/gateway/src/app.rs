@@ -32,11 +32,13 @@ use crate::provider::{self, json::Json as JsonProvider, twilio::Twilio, Inbound,
 use crate::publish::{Publisher, Readiness};
 use crate::verify::{Clock, SystemClock};
 
+/// A configured sender (integration or tenant) with its own rate budget.
 pub(crate) struct Budgeted<C> {
     pub config: C,
     pub limiter: DefaultDirectRateLimiter,
 }
 
+/// A token bucket for one sender (governor; lock-free `check`).
 pub(crate) fn limiter(rate: RateLimit) -> DefaultDirectRateLimiter {
     RateLimiter::direct(Quota::per_second(rate.per_second).allow_burst(rate.burst))
 }

@@ -14,7 +14,10 @@ pub fn twilio_signature(auth_token: &str, url: &str, body: &[u8]) -> String {
 }
 
 /// The `webhook-signature` value (`v1,<base64>`) for one message.
-/// `secret` is the `whsec_...` text; panics if it is not one (test input).
+///
+/// # Panics
+/// If `secret` is not a `whsec_` secret: it is test input, a typo there
+/// should fail the test loudly.
 pub fn standard_signature(secret: &str, id: &str, timestamp: i64, body: &[u8]) -> String {
     let key = match standard_webhooks::decode_secret(secret) {
         Ok(key) => key,
