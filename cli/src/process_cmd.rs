@@ -1,0 +1,92 @@
+//! `callstream process <name>`: runs one stream processor on the runtime,
+//! with `/metrics`, `/healthz` and `/readyz` on a small HTTP server.
+//!
+//! The runtime loop blocks (rdkafka's transaction calls do), so it runs on
+//! a blocking thread; the HTTP server and the signal handler stay async.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::routing::get;
+use axum::Router;
+use callstream_platform::{KafkaSettings, Topics};
+use callstream_runtime::{Processor, ProcessorSpec, RuntimeConfig, RuntimeMetrics};
+use clap::Args;
+
+/// Settings every processor shares.
+#[derive(Args, Debug, Clone)]
+pub struct ProcessArgs {
+    /// Stable id of this instance (a pod ordinal, a host name); with the
+    /// processor's name it forms the transactional id that fences a zombie.
+    #[arg(long, env = "CALLSTREAM_INSTANCE_ID", default_value = "0")]
+    pub instance_id: String,
+    /// Where `/metrics`, `/healthz` and `/readyz` are served.
+    #[arg(long, env = "CALLSTREAM_METRICS_ADDR", default_value = "127.0.0.1:9400")]
+    pub metrics_addr: SocketAddr,
+    /// Commit interval in milliseconds.
+    #[arg(long, env = "CALLSTREAM_COMMIT_INTERVAL_MS", default_value_t = 100)]
+    pub commit_interval_ms: u64,
+}
+
+impl ProcessArgs {
+    pub fn topics(&self) -> Result<Topics> {
+        Topics::from_env().context("reading the topic settings")
+    }
+}
+
+#[derive(Clone)]
+struct Health {
+    metrics: Arc<RuntimeMetrics>,
+    running: Arc<AtomicBool>,
+}
+
+/// Runs `processor` until SIGTERM, serving its metrics meanwhile.
+pub async fn host<P: Processor>(processor: P, spec: ProcessorSpec, args: &ProcessArgs, configure: impl FnOnce(&mut RuntimeConfig)) -> Result<()> {
+    let app_id = spec.app_id.clone();
+    let mut config = RuntimeConfig::new(
+        KafkaSettings::from_env(format!("{app_id}-{}", args.instance_id)),
+        &app_id,
+        args.instance_id.clone(),
+    );
+    config.commit.interval = std::time::Duration::from_millis(args.commit_interval_ms);
+    configure(&mut config);
+    let health = Health {
+        metrics: config.metrics.clone(),
+        running: Arc::new(AtomicBool::new(true)),
+    };
+    let router = Router::new()
+        .route("/metrics", get(|State(h): State<Health>| async move { h.metrics.encode() }))
+        .route("/healthz", get(|| async { "ok" }))
+        .route(
+            "/readyz",
+            get(|State(h): State<Health>| async move {
+                if h.running.load(Ordering::SeqCst) {
+                    (StatusCode::OK, "ready")
+                } else {
+                    (StatusCode::SERVICE_UNAVAILABLE, "stopped")
+                }
+            }),
+        )
+        .with_state(health.clone());
+    let listener = tokio::net::TcpListener::bind(args.metrics_addr)
+        .await
+        .with_context(|| format!("binding the metrics server to {}", args.metrics_addr))?;
+    tracing::info!(app = %app_id, addr = %args.metrics_addr, "serving /metrics, /healthz, /readyz");
+    let server = tokio::spawn(async move { axum::serve(listener, router).await });
+
+    let shutdown = config.shutdown.clone();
+    tokio::spawn(async move {
+        crate::signals::shutdown_signal().await;
+        shutdown.store(true, Ordering::SeqCst);
+    });
+    let result = tokio::task::spawn_blocking(move || callstream_runtime::run(processor, spec, config))
+        .await
+        .context("the processor thread panicked")?;
+    health.running.store(false, Ordering::SeqCst);
+    server.abort();
+    result.with_context(|| format!("processor {app_id} stopped with an error"))
+}
