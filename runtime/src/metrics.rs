@@ -107,3 +107,42 @@ impl RuntimeMetrics {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encodes_every_metric_with_the_app_label() {
+        let metrics = RuntimeMetrics::new("contact");
+        metrics.records_in.inc_by(3);
+        metrics.commit_latency_seconds.observe(0.004);
+        metrics
+            .consumer_lag
+            .get_or_create(&PartitionLabels {
+                topic: "call-events".into(),
+                partition: 2,
+            })
+            .set(17);
+        let text = metrics.encode();
+        for line in [
+            r#"callstream_runtime_records_in_total{app="contact"} 3"#,
+            r#"callstream_runtime_consumer_lag{app="contact",topic="call-events",partition="2"} 17"#,
+            r#"callstream_runtime_commit_latency_seconds_count{app="contact"} 1"#,
+        ] {
+            assert!(text.contains(line), "missing {line} in:\n{text}");
+        }
+        for name in [
+            "aborts",
+            "restore_seconds",
+            "open_timers",
+            "dead_letters",
+            "records_out",
+        ] {
+            assert!(
+                text.contains(&format!("callstream_runtime_{name}")),
+                "missing {name}"
+            );
+        }
+    }
+}
