@@ -1,0 +1,69 @@
+//! The missing-completion detector (`callstream process completion-detector`).
+//!
+//! A windowed stream join of `call-launches` (accepted launches) and
+//! `call-events` (completions), co-partitioned and keyed by contact. A
+//! launch with no completion within its window W plus grace is reported on
+//! `completion-missing` (with an open exception) the moment the window
+//! closes, by stream time or by the wall clock, whichever comes first, so a
+//! partition with no traffic still reports on time. A completion arriving
+//! after that emits `completion-resolved` (late) and closes the exception.
+//! A delivery monitor alerts on `alerts` when a tenant's 10-minute bucket
+//! has under 80% of its completions delivered by the platform.
+//!
+//! Guarantees, on the exactly-once runtime: one `completion-missing` per
+//! lost completion and none for delivered ones, across crashes and restarts
+//! (the windows, deadlines and counts are changelog state and durable
+//! timers); all ids are derived, so a replay writes identical records.
+
+mod codec;
+pub mod completion;
+pub mod config;
+mod contact_io;
+mod emit;
+pub mod ids;
+pub mod join;
+pub mod monitor;
+mod monitor_io;
+mod processor;
+pub mod state;
+pub mod window;
+
+use callstream_platform::topics::{self, TopicKind, TopicSpec, Topics};
+use callstream_runtime::ProcessorSpec;
+
+pub use codec::CodecError;
+pub use config::{ConfigError, DetectorConfig};
+pub use emit::ACTOR;
+pub use processor::{Detector, AGGREGATES_STORE, ALERTS_STORE, BUCKETS_STORE, CONTACTS_STORE};
+
+/// The logical topic carrying each partition's counts of a closed delivery
+/// bucket to the partition of its tenant (JSON values, keyed by tenant).
+/// An input of the detector: it must exist with the inputs' partition count.
+pub const DELIVERY_PARTIALS: &str = "delivery-partials";
+
+/// The app id `callstream process completion-detector` runs under.
+pub const APP_ID: &str = "completion-detector";
+
+/// The detector, ready for `callstream_runtime::run` or the test driver.
+pub fn processor(config: DetectorConfig) -> Detector {
+    Detector::new(config)
+}
+
+/// The detector's inputs, stores and global table, with physical names.
+pub fn spec(topics: &Topics, app_id: &str) -> ProcessorSpec {
+    ProcessorSpec::new(app_id, topics.name(topics::DEAD_LETTERS))
+        .input(topics.name(topics::CALL_LAUNCHES))
+        .input(topics.name(topics::CALL_EVENTS))
+        .input(topics.name(DELIVERY_PARTIALS))
+        .store(CONTACTS_STORE)
+        .store(BUCKETS_STORE)
+        .store(AGGREGATES_STORE)
+        .store(ALERTS_STORE)
+        .global_table(topics.name(topics::CONTROL))
+}
+
+/// Topics the detector needs beyond the design's list (create them with the
+/// others; `platform::topics::ALL` should carry them eventually).
+pub fn extra_topics(topics: &Topics) -> Vec<TopicSpec> {
+    vec![topics.spec(DELIVERY_PARTIALS, TopicKind::Events)]
+}

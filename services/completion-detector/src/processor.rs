@@ -1,0 +1,243 @@
+//! The detector on the runtime: decodes its three inputs, runs the join of
+//! the record's contact (or a stage of the delivery monitor), and turns what
+//! happened into records, state and timers, all in the record's transaction.
+//!
+//! Clocks: every deadline is a durable timer in both domains, so it fires
+//! when stream time passes it (deterministic, replay-safe) or when the wall
+//! clock does (a quiet partition emits on time), whichever is first. One
+//! exception keeps restarts honest: while a partition is consuming a
+//! backlog (stream time more than `lag_tolerance` behind the wall clock),
+//! wall-clock deadlines wait for stream time, so completions that are merely
+//! still in the backlog are not reported missing.
+
+use std::collections::HashMap;
+
+use callstream_platform::topics;
+use callstream_runtime::{Context, ProcessError, Processor, Record, TimeDomain, Timer};
+use callstream_schemas::{CallEvent, CallLaunch, Event, LaunchStatus};
+
+use crate::config::DetectorConfig;
+use crate::join::{Clocks, JoinSettings};
+use crate::monitor::MonitorSettings;
+use crate::state::{Completion, Launch};
+use crate::window::{Window, WindowCache};
+use crate::DELIVERY_PARTIALS;
+
+/// Store of the join state, one entry per contact.
+pub const CONTACTS_STORE: &str = "contacts";
+/// Store of stage-1 bucket counts, per tenant and bucket.
+pub const BUCKETS_STORE: &str = "buckets";
+/// Store of stage-2 aggregates, per tenant and bucket.
+pub const AGGREGATES_STORE: &str = "aggregates";
+/// Store of alert states, per tenant.
+pub const ALERTS_STORE: &str = "alerts";
+
+/// Timer of a contact's next due item (key: the contact).
+pub(crate) const CONTACT_TIMER: &str = "w";
+/// Timer closing a partition's bucket (key: bucket key).
+pub(crate) const BUCKET_TIMER: &str = "b";
+/// Timer evaluating a tenant's bucket (key: bucket key).
+pub(crate) const AGGREGATE_TIMER: &str = "a";
+
+/// A partition that handled a record this recently is consuming, not quiet.
+const ACTIVE_MS: i64 = 1_000;
+
+/// Physical names of the topics the detector reads and writes.
+#[derive(Debug, Clone)]
+pub(crate) struct Names {
+    pub launches: String,
+    pub events: String,
+    pub partials: String,
+    pub missing: String,
+    pub resolved: String,
+    pub exceptions: String,
+    pub alerts: String,
+    pub control: String,
+}
+
+/// The completion detector.
+pub struct Detector {
+    pub(crate) config: DetectorConfig,
+    pub(crate) names: Names,
+    pub(crate) join: JoinSettings,
+    pub(crate) monitor: MonitorSettings,
+    pub(crate) windows: WindowCache,
+    /// Wall time of the last record handled, per partition (not state: a
+    /// restarted instance starts out "quiet" until its first batch).
+    activity: HashMap<i32, i64>,
+}
+
+impl Detector {
+    pub fn new(config: DetectorConfig) -> Self {
+        let t = &config.topics;
+        let names = Names {
+            launches: t.name(topics::CALL_LAUNCHES),
+            events: t.name(topics::CALL_EVENTS),
+            partials: t.name(DELIVERY_PARTIALS),
+            missing: t.name(topics::COMPLETION_MISSING),
+            resolved: t.name(topics::COMPLETION_RESOLVED),
+            exceptions: t.name(topics::EXCEPTIONS),
+            alerts: t.name(topics::ALERTS),
+            control: t.name(topics::CONTROL),
+        };
+        let join = JoinSettings {
+            early_grace_ms: config.early_grace_ms,
+            late_retention_ms: config.late_retention_ms,
+            closed_retention_ms: config.closed_retention_ms,
+        };
+        let monitor = MonitorSettings {
+            bucket_ms: config.bucket_ms,
+            threshold: config.delivery_threshold,
+            min_launches: config.min_bucket_launches,
+            quiet_ms: config.alert_quiet_ms,
+        };
+        Self {
+            config,
+            names,
+            join,
+            monitor,
+            windows: WindowCache::default(),
+            activity: HashMap::new(),
+        }
+    }
+
+    pub(crate) fn default_window(&self) -> Window {
+        Window {
+            window_ms: self.config.default_window_ms,
+            grace_ms: self.config.default_grace_ms,
+        }
+    }
+
+    fn lagging(&self, ctx: &Context<'_>) -> bool {
+        let wall = ctx.wall_clock_ms();
+        let active = self
+            .activity
+            .get(&ctx.partition())
+            .is_some_and(|at| wall - at < ACTIVE_MS);
+        active && wall.saturating_sub(ctx.stream_time_ms()) > self.config.lag_tolerance_ms
+    }
+
+    /// Stream time and the effective time of this partition now.
+    pub(crate) fn clocks(&self, ctx: &Context<'_>) -> Clocks {
+        let stream_ms = ctx.stream_time_ms();
+        let now_ms = if self.lagging(ctx) {
+            stream_ms
+        } else {
+            stream_ms.max(ctx.wall_clock_ms())
+        };
+        Clocks { stream_ms, now_ms }
+    }
+
+    fn on_launch(&mut self, ctx: &mut Context<'_>, record: &Record) -> Result<(), ProcessError> {
+        let value = record.value.as_deref().unwrap_or_default();
+        let launch = CallLaunch::decode(value).map_err(|e| ProcessError::Decode(e.to_string()))?;
+        // Failed, ambiguous and shadow launches placed no call (an ambiguous
+        // one comes back as accepted once reconciled).
+        if launch.status != LaunchStatus::Accepted {
+            return Ok(());
+        }
+        let control = self.names.control.clone();
+        let default = self.default_window();
+        let window = self.windows.window(
+            &launch.tenant_id,
+            &launch.campaign_id,
+            default,
+            |key| ctx.global(&control, key.as_bytes()),
+        );
+        let accepted = Launch {
+            launch_id: launch.launch_id,
+            job_id: launch.job_id,
+            event_id: launch.event_id,
+            correlation_id: launch.correlation_id,
+            tenant_id: launch.tenant_id,
+            campaign_id: launch.campaign_id,
+            provider: launch.provider,
+            provider_call_id: launch.provider_call_id.unwrap_or_default(),
+            accepted_at_ms: launch.occurred_at.timestamp_millis(),
+            window_ms: window.window_ms,
+            grace_ms: window.grace_ms,
+            missing: None,
+        };
+        let key = contact_key(record, &launch.contact_id);
+        self.with_contact(ctx, &key, |state, now| state.add_launch(accepted, now))
+    }
+
+    fn on_event(&mut self, ctx: &mut Context<'_>, record: &Record) -> Result<(), ProcessError> {
+        let value = record.value.as_deref().unwrap_or_default();
+        let event = CallEvent::decode(value).map_err(|e| ProcessError::Decode(e.to_string()))?;
+        let Some(outcome) = crate::completion::final_outcome(&event) else {
+            return Ok(());
+        };
+        let key = contact_key(record, &event.contact_id);
+        let completion = Completion {
+            event_id: event.event_id,
+            tenant_id: event.tenant_id,
+            call_id: event.call_id,
+            launch_id: event.launch_id,
+            occurred_at_ms: event.occurred_at.timestamp_millis(),
+            arrived_at_ms: 0,
+            source: event.source,
+            outcome,
+        };
+        self.with_contact(ctx, &key, |state, now| {
+            state.add_completion(
+                Completion {
+                    arrived_at_ms: now,
+                    ..completion
+                },
+                now,
+            )
+        })
+    }
+
+    /// Re-arms a wall-clock timer that fired while the partition catches up.
+    fn defer(&self, ctx: &mut Context<'_>, timer: &Timer) {
+        ctx.set_timer(
+            TimeDomain::WallClock,
+            &timer.handle.name,
+            timer.handle.key.clone(),
+            ctx.wall_clock_ms() + ACTIVE_MS,
+            &timer.payload,
+        );
+    }
+}
+
+/// The state key of a record: its Kafka key (the contact), else the contact id.
+fn contact_key(record: &Record, contact_id: &str) -> Vec<u8> {
+    record
+        .key
+        .clone()
+        .unwrap_or_else(|| contact_id.as_bytes().to_vec())
+}
+
+impl Processor for Detector {
+    fn process(&mut self, ctx: &mut Context<'_>, record: &Record) -> Result<(), ProcessError> {
+        self.activity.insert(ctx.partition(), ctx.wall_clock_ms());
+        if record.topic == self.names.launches {
+            self.on_launch(ctx, record)
+        } else if record.topic == self.names.events {
+            self.on_event(ctx, record)
+        } else if record.topic == self.names.partials {
+            self.on_partial(ctx, record)
+        } else {
+            Err(ProcessError::Invalid(format!(
+                "the detector does not read topic {}",
+                record.topic
+            )))
+        }
+    }
+
+    fn on_timer(&mut self, ctx: &mut Context<'_>, timer: &Timer) -> Result<(), ProcessError> {
+        if timer.handle.domain == TimeDomain::WallClock && self.lagging(ctx) {
+            self.defer(ctx, timer);
+            return Ok(());
+        }
+        let key = timer.handle.key.clone();
+        match timer.handle.name.as_str() {
+            CONTACT_TIMER => self.with_contact(ctx, &key, |_, _| Vec::new()),
+            BUCKET_TIMER => self.close_bucket(ctx, &key),
+            AGGREGATE_TIMER => self.evaluate_bucket(ctx, &key),
+            other => Err(ProcessError::Invalid(format!("unknown timer {other:?}"))),
+        }
+    }
+}

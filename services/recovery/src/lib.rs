@@ -1,0 +1,1 @@
+//! Recovery of missing completions (`callstream process recovery`). Work in progress.
