@@ -1,0 +1,161 @@
+//! The contacts and their launch requests, decided up front from a seed.
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde::Serialize;
+
+/// Where leads live: a NANP area code (the zone comes from the number) or
+/// an explicit zone (leads abroad, whose CRM record names it).
+const PLACES: &[(&str, Option<&str>, u32)] = &[
+    ("212", None, 14),                    // New York
+    ("312", None, 14),                    // Chicago
+    ("303", None, 8),                     // Denver
+    ("602", None, 6),                     // Phoenix (no DST)
+    ("213", None, 14),                    // Los Angeles
+    ("907", None, 2),                     // Alaska
+    ("808", None, 4),                     // Hawaii
+    ("415", Some("Europe/London"), 10),   // a lead abroad, zone on the record
+    ("646", Some("Asia/Kolkata"), 10),    // another
+    ("917", Some("Australia/Sydney"), 8), // and another
+    ("305", Some("America/New_York"), 10),
+];
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ContactRecord {
+    pub phone_number: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub time_zone: Option<String>,
+    pub do_not_call: bool,
+    pub blocked: bool,
+    pub enrolled_student: bool,
+    pub spam: bool,
+}
+
+/// One launch request, as the gateway's intake takes it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Launch {
+    pub request_id: String,
+    pub contact_id: String,
+    pub campaign_id: String,
+    pub reason: String,
+    pub contact: ContactRecord,
+}
+
+#[derive(Debug, Clone)]
+pub struct PlanSettings {
+    pub contacts: usize,
+    pub campaigns: Vec<String>,
+    pub id_prefix: String,
+    pub seed: u64,
+}
+
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub launches: Vec<Launch>,
+}
+
+fn weighted_place(rng: &mut StdRng) -> (&'static str, Option<&'static str>) {
+    let total: u32 = PLACES.iter().map(|p| p.2).sum();
+    let mut pick = rng.random_range(0..total);
+    for (area, zone, weight) in PLACES {
+        if pick < *weight {
+            return (area, *zone);
+        }
+        pick -= weight;
+    }
+    (PLACES[0].0, PLACES[0].1)
+}
+
+/// The workload for `settings`; the same settings give the same plan.
+pub fn plan(settings: &PlanSettings) -> Plan {
+    let mut rng = StdRng::seed_from_u64(settings.seed);
+    let campaigns = if settings.campaigns.is_empty() {
+        vec!["default".to_string()]
+    } else {
+        settings.campaigns.clone()
+    };
+    let launches = (0..settings.contacts)
+        .map(|n| {
+            let (area, zone) = weighted_place(&mut rng);
+            // 555-01xx numbers are reserved for fiction.
+            let phone_number = format!("+1{area}55501{:02}", n % 100);
+            let flag = rng.random_range(0..100);
+            Launch {
+                request_id: format!("{}-req-{n}", settings.id_prefix),
+                contact_id: format!("{}-c-{n}", settings.id_prefix),
+                campaign_id: campaigns[n % campaigns.len()].clone(),
+                reason: "entered campaign".into(),
+                contact: ContactRecord {
+                    phone_number,
+                    time_zone: zone.map(str::to_string),
+                    do_not_call: flag == 0,
+                    blocked: flag == 1,
+                    enrolled_student: flag == 2,
+                    spam: flag == 3,
+                },
+            }
+        })
+        .collect();
+    Plan { launches }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(seed: u64) -> PlanSettings {
+        PlanSettings {
+            contacts: 2_000,
+            campaigns: vec!["a".into(), "b".into()],
+            id_prefix: "t".into(),
+            seed,
+        }
+    }
+
+    #[test]
+    fn the_same_seed_gives_the_same_plan() {
+        let first = plan(&settings(1));
+        let again = plan(&settings(1));
+        let phones = |p: &Plan| {
+            p.launches
+                .iter()
+                .map(|l| l.contact.phone_number.clone())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(phones(&first), phones(&again));
+        assert_ne!(phones(&first), phones(&plan(&settings(2))));
+    }
+
+    #[test]
+    fn contacts_spread_over_campaigns_zones_and_flags() {
+        let plan = plan(&settings(3));
+        assert_eq!(plan.launches.len(), 2_000);
+        let abroad = plan
+            .launches
+            .iter()
+            .filter(|l| l.contact.time_zone.is_some())
+            .count();
+        let flagged = plan
+            .launches
+            .iter()
+            .filter(|l| {
+                l.contact.do_not_call
+                    || l.contact.blocked
+                    || l.contact.enrolled_student
+                    || l.contact.spam
+            })
+            .count();
+        assert!(abroad > 200 && abroad < 1_000, "{abroad}");
+        assert!(flagged > 20 && flagged < 200, "{flagged}");
+        assert!(plan
+            .launches
+            .iter()
+            .all(|l| l.contact.phone_number.len() == 12));
+        let in_a = plan
+            .launches
+            .iter()
+            .filter(|l| l.campaign_id == "a")
+            .count();
+        assert_eq!(in_a, 1_000);
+    }
+}
