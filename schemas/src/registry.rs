@@ -140,6 +140,7 @@ event_types! {
     ControlChange => "control_change",
     Alert => "alert",
     AuditEvent => "audit_event",
+    ContactState => "contact_state",
 }
 
 impl EventKind {

@@ -61,6 +61,7 @@ fn every_type_round_trips_through_its_typed_api() {
             AnyEvent::ControlChange(e) => check(e),
             AnyEvent::Alert(e) => check(e),
             AnyEvent::AuditEvent(e) => check(e),
+            AnyEvent::ContactState(e) => check(e),
         }
     }
 }

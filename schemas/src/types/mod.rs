@@ -63,6 +63,7 @@ mod call;
 mod common;
 mod completion;
 mod contact;
+mod contact_state;
 mod control;
 mod crm;
 mod launch;
@@ -73,6 +74,7 @@ pub use call::{CallAnalysis, CallEvent, CallEventSource, CallOutcome};
 pub use common::{Actor, ActorKind, CallingWindow, JobOrigin, Timestamp, ZoneSource};
 pub use completion::{CompletionMissing, CompletionResolved, MissingTrigger, Resolution};
 pub use contact::{ContactCommand, ContactCommandKind, ContactDetails};
+pub use contact_state::{CampaignAttempts, ContactJob, ContactState, JobState, WorkflowState};
 pub use control::{
     CampaignSettings, CompletionSettings, ControlChange, ControlSetting, ControlValue, GridSettings,
 };
@@ -117,5 +119,7 @@ pub fn all_enums() -> Vec<(&'static str, Vec<&'static str>)> {
         entry::<AlertKind>(),
         entry::<AlertStatus>(),
         entry::<AuditResult>(),
+        entry::<WorkflowState>(),
+        entry::<JobState>(),
     ]
 }

@@ -1,0 +1,230 @@
+//! Call events: the shared normaliser, dedupe, the workflow, and for a
+//! final outcome the next-step policy.
+//!
+//! Guarantees: a duplicate (same event id, or same call and outcome)
+//! changes nothing and emits nothing; an event whose transition the
+//! workflow rejects (backwards, of a finished step, a second result for one
+//! call) is counted and logged and nothing else happens; a final outcome
+//! that is accepted runs the policy once, and its decisions are carried out
+//! in order (see `decisions`).
+
+use callstream_domain::callback_time::{read_callback_time, Reading};
+use callstream_domain::normaliser::{normalise, Outcome, ProviderStatus};
+use callstream_domain::policy::{decide, CallAnalysis, CallbackRequest, PolicyInput};
+use callstream_domain::workflow::WorkflowState;
+use callstream_runtime::ProcessError;
+use callstream_schemas::{CallEvent, CallOutcome, JobState};
+use chrono_tz::Tz;
+use tracing::{debug, warn};
+
+use crate::decisions::{apply, CallFacts};
+use crate::ids;
+use crate::jobs::Step;
+
+/// The outcome of a call event, from the one shared normaliser.
+pub fn outcome_of(event: &CallEvent) -> Result<Outcome, ProcessError> {
+    let status = match event.provider.as_str() {
+        "twilio" => ProviderStatus::Twilio {
+            call_status: &event.provider_status,
+            answered_by: event.answered_by.as_deref(),
+        },
+        "json" => ProviderStatus::Json {
+            outcome: &event.provider_status,
+        },
+        // A provider this build has no vocabulary for: accept the outcome
+        // the producer put on the event, if it mapped one (with the same
+        // normaliser, the schema says).
+        _ => return from_schema(event.outcome),
+    };
+    normalise(status).map_err(|e| ProcessError::Invalid(format!("call status: {e}")))
+}
+
+fn from_schema(outcome: CallOutcome) -> Result<Outcome, ProcessError> {
+    Ok(match outcome {
+        CallOutcome::Queued => Outcome::Queued,
+        CallOutcome::Ringing => Outcome::Ringing,
+        CallOutcome::InProgress => Outcome::InProgress,
+        CallOutcome::Answered => Outcome::Answered,
+        CallOutcome::Voicemail => Outcome::Voicemail,
+        CallOutcome::NoAnswer => Outcome::NoAnswer,
+        CallOutcome::Busy => Outcome::Busy,
+        CallOutcome::Failed => Outcome::Failed,
+        CallOutcome::Canceled => Outcome::Canceled,
+        CallOutcome::Unknown => {
+            return Err(ProcessError::Invalid(
+                "call event of an unknown provider without a mapped outcome".into(),
+            ))
+        }
+    })
+}
+
+/// Handles one call event; `Ok(false)` when it changed nothing (a duplicate).
+pub fn handle(step: &mut Step<'_, '_>, event: &CallEvent) -> Result<bool, ProcessError> {
+    let outcome = outcome_of(event)?;
+    let verdict = step
+        .contact
+        .dedupe
+        .observe(&event.event_id.to_string(), Some((&event.call_id, outcome)));
+    if verdict.is_duplicate() {
+        debug!(
+            tenant = %event.tenant_id, contact = %event.contact_id, event_id = %event.event_id,
+            verdict = ?verdict, "duplicate call event; nothing to do"
+        );
+        return Ok(false);
+    }
+    if let Some(zone) = event
+        .reported_time_zone
+        .as_deref()
+        .filter(|z| !z.trim().is_empty())
+    {
+        step.contact.platform_zone = Some(zone.to_owned());
+    }
+    let job = event
+        .launch_id
+        .and_then(|l| step.contact.job_by_launch(l))
+        .cloned();
+    let event_step = job
+        .as_ref()
+        .map_or(step.contact.workflow.step(), |j| j.step);
+
+    if !outcome.is_final() {
+        if let Err(rejected) = step
+            .contact
+            .workflow
+            .apply(event_step, WorkflowState::AwaitingResult)
+        {
+            reject(step, event, rejected.reason_code(), &rejected.to_string());
+        }
+        return Ok(true);
+    }
+
+    if let Some(done) = job.as_ref().and_then(|j| j.outcome) {
+        let detail = format!("the call already has the result {done}");
+        reject(step, event, "result_already_recorded", &detail);
+        return Ok(true);
+    }
+    let campaign = job
+        .as_ref()
+        .map(|j| j.campaign_id.clone())
+        .or_else(|| event.campaign_id.clone())
+        .or_else(|| step.contact.campaign.clone())
+        .ok_or_else(|| {
+            ProcessError::Invalid("final call event of no known job or campaign".into())
+        })?;
+    let rules = step.control.campaign(&step.contact.tenant_id, &campaign);
+    let zone = step.zone();
+    let (analysis, callback_note) = analysis_of(event, zone.primary());
+    let input = PolicyInput {
+        tenant_id: &event.tenant_id,
+        contact_id: &event.contact_id,
+        campaign_id: &campaign,
+        call_id: &event.call_id,
+        outcome,
+        analysis: &analysis,
+        flags: step.contact.policy_flags(),
+        counters: step.contact.counters(&campaign),
+        now: event.occurred_at,
+        jitter: ids::jitter_of(event.event_id),
+    };
+    let next = decide(&rules.policy, &input)
+        .map_err(|e| ProcessError::Invalid(format!("policy of campaign {campaign}: {e}")))?;
+
+    // The transition is checked before anything is carried out: a rejected
+    // one must leave no decision behind.
+    let workflow = step.contact.workflow;
+    let transition = match next.next_state {
+        Some(to) => workflow.check(event_step, to).map(Some),
+        None if event_step != workflow.step() => {
+            workflow.check(event_step, workflow.state()).map(|_| None)
+        }
+        None => Ok(None),
+    };
+    let transition = match transition {
+        Ok(t) => t,
+        Err(rejected) => {
+            reject(step, event, rejected.reason_code(), &rejected.to_string());
+            return Ok(true);
+        }
+    };
+    if let Some(job) = job.as_ref().and_then(|j| step.contact.job_mut(j.job_id)) {
+        job.outcome = Some(outcome);
+        job.state = JobState::Completed;
+        job.reason = outcome.as_str().to_owned();
+        job.reason_detail = None;
+        job.updated_at = step.out.at;
+    }
+    step.contact
+        .counters
+        .insert(campaign.clone(), next.counters);
+    if let Some(applied) = transition {
+        // Applied first, so jobs planned below belong to the step it begins.
+        let _ = step.contact.workflow.apply(event_step, applied.to);
+    }
+    let facts = CallFacts {
+        event,
+        campaign_id: &campaign,
+        job_id: job.as_ref().map(|j| j.job_id),
+        callback_note,
+    };
+    apply(step, &next.decisions, &facts)?;
+    Ok(true)
+}
+
+/// Counts and logs a rejected transition; nothing else changes.
+fn reject(step: &mut Step<'_, '_>, event: &CallEvent, code: &str, detail: &str) {
+    step.contact.rejected_transitions = step.contact.rejected_transitions.saturating_add(1);
+    warn!(
+        tenant = %event.tenant_id, contact = %event.contact_id, event_id = %event.event_id,
+        call_id = %event.call_id, reason = code, detail,
+        rejected_total = step.contact.rejected_transitions,
+        "workflow transition rejected; not applied"
+    );
+}
+
+/// What the lead said, for the policy: a callback phrase is read in the
+/// lead's zone at the call's time; the note says how it was read.
+fn analysis_of(event: &CallEvent, zone: Tz) -> (CallAnalysis, Option<String>) {
+    let Some(a) = &event.analysis else {
+        return (CallAnalysis::default(), None);
+    };
+    let mut analysis = CallAnalysis {
+        callback: None,
+        call_me_later: false,
+        do_not_call: a.do_not_call,
+        wants_person: a.wants_person,
+        interested: a.interested,
+        summary: a.summary.clone(),
+    };
+    let mut note = None;
+    if a.callback_requested {
+        match a
+            .callback_phrase
+            .as_deref()
+            .filter(|p| !p.trim().is_empty())
+        {
+            Some(phrase) => {
+                let read = read_callback_time(phrase, event.occurred_at, zone);
+                let requested_at = match &read.reading {
+                    Reading::Parsed { rule, .. } => {
+                        note = Some(format!(
+                            "read as {} {} ({rule:?})",
+                            read.requested_local.format("%Y-%m-%d %H:%M"),
+                            zone.name()
+                        ));
+                        Some(read.at)
+                    }
+                    Reading::Fallback { reason } => {
+                        note = Some(format!("not read ({reason:?})"));
+                        None
+                    }
+                };
+                analysis.callback = Some(CallbackRequest {
+                    requested_at,
+                    phrase: phrase.to_owned(),
+                });
+            }
+            None => analysis.call_me_later = true,
+        }
+    }
+    (analysis, note)
+}

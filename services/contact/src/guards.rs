@@ -1,0 +1,188 @@
+//! The launch-time guards: whether a job whose slot has come may leave now,
+//! decided on the contact's latest state. Pure: no I/O, no clock.
+//!
+//! Order (first match wins), and why:
+//! 1. the contact may not be called (blocked number, do-not-call, enrolled
+//!    student, spam) or has no number → cancel: nothing later can make
+//!    this call right, so holding it would only re-plan it for nothing;
+//! 2. calls are held for an exception (an urgent request for a person, or
+//!    provider failures) → cancel, unless the job is the callback the lead
+//!    asked for in the very call that opened the hold;
+//! 3. a system pause or a pause of the job's campaign → hold (the job is
+//!    re-planned when the pause lifts);
+//! 4. outside the calling window now → move to the next opening plus the
+//!    buffer (never earlier), or cancel when there is none in the horizon;
+//! 5. another call to the contact is still in flight → re-plan after a delay;
+//! 6. otherwise launch, to be dialled no later than the window's close.
+
+use std::time::Duration;
+
+use callstream_domain::calling_window::CallingWindow;
+use callstream_domain::Availability;
+use chrono::{DateTime, TimeDelta, Utc};
+
+use crate::state::Hold;
+
+/// What the guards decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Send it; `expires_at` is when the calling window closes.
+    Launch { expires_at: Option<DateTime<Utc>> },
+    /// Never call it, for this reason.
+    Cancel {
+        reason: &'static str,
+        detail: String,
+    },
+    /// Keep it until the pause lifts.
+    Hold { reason: &'static str },
+    /// Plan it again (a new job replacing this one) no earlier than `earliest`.
+    Replan {
+        reason: &'static str,
+        detail: String,
+        earliest: DateTime<Utc>,
+    },
+}
+
+/// What the guards look at.
+#[derive(Debug, Clone, Copy)]
+pub struct GuardInput<'a> {
+    /// Why the contact may not be called at all, if so.
+    pub barred: Option<&'static str>,
+    pub has_phone: bool,
+    pub hold: Option<&'a Hold>,
+    /// The call in which the lead asked for this job, if they did.
+    pub requested_in_call: Option<&'a str>,
+    /// `system_paused` or `campaign_paused`, if a pause is on.
+    pub pause: Option<&'static str>,
+    pub window: &'a CallingWindow,
+    pub move_buffer: Duration,
+    pub move_horizon: Duration,
+    pub call_in_flight: bool,
+    pub in_flight_delay: Duration,
+    /// The instant the call would leave.
+    pub now: DateTime<Utc>,
+}
+
+/// Runs the guards in their order.
+pub fn check(input: &GuardInput<'_>) -> Verdict {
+    if let Some(reason) = input.barred {
+        return Verdict::Cancel {
+            reason,
+            detail: format!(
+                "the contact may not be called: {}",
+                reason.replace('_', " ")
+            ),
+        };
+    }
+    if !input.has_phone {
+        return Verdict::Cancel {
+            reason: "no_phone_number",
+            detail: "the contact has no phone number".to_owned(),
+        };
+    }
+    if let Some(hold) = input.hold {
+        // The callback the lead asked for in the call that opened the hold
+        // (also after it moved: the mark travels with the job).
+        let own_callback =
+            hold.call_id.is_some() && input.requested_in_call == hold.call_id.as_deref();
+        if !own_callback {
+            let (reason, detail) = if hold.urgent {
+                (
+                    "urgent_request_open",
+                    "the lead asked for a person and the request has no outcome yet",
+                )
+            } else {
+                (
+                    "calls_held",
+                    "calls are held until an exception is resolved",
+                )
+            };
+            return Verdict::Cancel {
+                reason,
+                detail: detail.to_owned(),
+            };
+        }
+    }
+    if let Some(reason) = input.pause {
+        return Verdict::Hold { reason };
+    }
+    let now = input.now;
+    if !input.window.is_allowed(now) {
+        let horizon = add(now, input.move_horizon);
+        return match input
+            .window
+            .next_opening_plus_buffer(now, input.move_buffer, horizon)
+        {
+            Some((opening, at)) => Verdict::Replan {
+                reason: "outside_calling_window",
+                detail: format!(
+                    "outside the calling window at {}; moved to the opening at {} plus {} min",
+                    now.format("%Y-%m-%dT%H:%MZ"),
+                    opening.format("%Y-%m-%dT%H:%MZ"),
+                    input.move_buffer.as_secs() / 60
+                ),
+                earliest: at.max(now),
+            },
+            None => Verdict::Cancel {
+                reason: "no_window_opening",
+                detail: format!(
+                    "no calling window opens within {} days",
+                    input.move_horizon.as_secs() / 86_400
+                ),
+            },
+        };
+    }
+    if input.call_in_flight {
+        return Verdict::Replan {
+            reason: "call_in_flight",
+            detail: format!(
+                "another call to the contact is in flight; trying again in {} min",
+                input.in_flight_delay.as_secs() / 60
+            ),
+            earliest: add(now, input.in_flight_delay),
+        };
+    }
+    Verdict::Launch {
+        expires_at: window_close(input.window, now),
+    }
+}
+
+fn add(at: DateTime<Utc>, d: Duration) -> DateTime<Utc> {
+    TimeDelta::from_std(d)
+        .ok()
+        .and_then(|d| at.checked_add_signed(d))
+        .unwrap_or(DateTime::<Utc>::MAX_UTC)
+}
+
+/// Coarse step of the close search. Windows (and federal hours) are
+/// minutes to hours long; a closed gap shorter than this between two open
+/// stretches may be stepped over, which only makes the expiry later.
+const CLOSE_STEP: TimeDelta = TimeDelta::minutes(10);
+/// Federal hours bound any window to 13 hours a day.
+const CLOSE_LIMIT: TimeDelta = TimeDelta::hours(24);
+
+/// The first instant after `at` (which is allowed) at which the window is
+/// closed: coarse steps, then a binary search to the second.
+pub fn window_close(window: &CallingWindow, at: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    let limit = at.checked_add_signed(CLOSE_LIMIT)?;
+    let mut open = at;
+    let mut closed = loop {
+        let next = open.checked_add_signed(CLOSE_STEP)?;
+        if next > limit {
+            return None;
+        }
+        if !window.is_allowed(next) {
+            break next;
+        }
+        open = next;
+    };
+    while closed - open > TimeDelta::seconds(1) {
+        let mid = open + (closed - open) / 2;
+        if window.is_allowed(mid) {
+            open = mid;
+        } else {
+            closed = mid;
+        }
+    }
+    Some(closed)
+}

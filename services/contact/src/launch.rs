@@ -1,0 +1,207 @@
+//! `launch_due` from the scheduler: the launch-time guards on the latest
+//! state, and what each verdict does; and the wall-clock re-check that
+//! re-plans jobs held by a pause once it lifts.
+//!
+//! Guarantees: a job launches at most once, under its stable operation id
+//! (UUIDv5 over tenant and job id); a job that does not launch is held,
+//! cancelled or replaced, always with its reason; a replacement names the
+//! job it replaces and the old job names it.
+
+use callstream_domain::workflow::WorkflowState;
+use callstream_runtime::ProcessError;
+use callstream_schemas::{ContactCommand, JobOrigin, JobState, LaunchCommand};
+use chrono::{DateTime, Utc};
+use tracing::{debug, warn};
+use uuid::Uuid;
+
+use crate::guards::{self, GuardInput, Verdict};
+use crate::ids;
+use crate::jobs::{NewJob, Step};
+
+/// Handles `launch_due`; `Ok(false)` for a duplicate.
+pub fn launch_due(step: &mut Step<'_, '_>, cmd: &ContactCommand) -> Result<bool, ProcessError> {
+    let job_id = cmd
+        .job_id
+        .ok_or_else(|| ProcessError::Invalid("launch_due without job_id".into()))?;
+    if step
+        .contact
+        .dedupe
+        .observe(&cmd.event_id.to_string(), None)
+        .is_duplicate()
+    {
+        debug!(command_id = %cmd.event_id, %job_id, "duplicate launch_due; nothing to do");
+        return Ok(false);
+    }
+    let Some(job) = step.contact.job(job_id).cloned() else {
+        warn!(tenant = %cmd.tenant_id, contact = %cmd.contact_id, %job_id, "launch_due of a job this contact does not have; skipped");
+        return Ok(true);
+    };
+    if job.state != JobState::Planned {
+        // Cancelled or moved after the scheduler made it due: the later
+        // decision stands.
+        debug!(%job_id, state = %job.state, "launch_due of a job no longer planned; skipped");
+        return Ok(true);
+    }
+    let slot_at = cmd.slot_at.unwrap_or(cmd.occurred_at);
+    let now = step.out.at.max(slot_at);
+    if let Some(j) = step.contact.job_mut(job_id) {
+        j.slot_at = Some(slot_at);
+    }
+    let tenant = step.contact.tenant_id.clone();
+    let rules = step.control.campaign(&tenant, &job.campaign_id);
+    let zone = step.zone();
+    let window = rules
+        .window
+        .for_lead(&zone)
+        .map_err(|e| ProcessError::Invalid(format!("calling window: {e}")))?;
+    let workflow = step.contact.workflow.state();
+    let verdict = guards::check(&GuardInput {
+        barred: step.contact.barred_reason(),
+        has_phone: step.contact.phone.is_some(),
+        hold: step.contact.hold.as_ref(),
+        requested_in_call: job.requested_in_call.as_deref(),
+        pause: step.control.pause(&tenant, &job.campaign_id),
+        window: &window,
+        move_buffer: rules.move_buffer,
+        move_horizon: step.config.move_horizon,
+        call_in_flight: matches!(
+            workflow,
+            WorkflowState::Dispatching | WorkflowState::AwaitingResult
+        ),
+        in_flight_delay: step.config.in_flight_delay,
+        now,
+    });
+    match verdict {
+        Verdict::Launch { expires_at } => launch(step, job_id, slot_at, expires_at)?,
+        Verdict::Cancel { reason, detail } => step.cancel(job_id, reason, Some(detail), true)?,
+        Verdict::Hold { reason } => {
+            let (at, cause) = (step.out.at, step.out.cause);
+            if let Some(j) = step.contact.job_mut(job_id) {
+                let detail = format!("held at its slot: {}", reason.replace('_', " "));
+                j.set_state(JobState::Held, reason, Some(detail), at);
+                j.cause = cause;
+            }
+            step.recheck_pauses = true;
+        }
+        Verdict::Replan {
+            reason,
+            detail,
+            earliest,
+        } => {
+            let origin = if reason == "outside_calling_window" {
+                JobOrigin::WindowMove
+            } else {
+                job.origin
+            };
+            let new_id = step.job_id(&["replan", &job_id.to_string()]);
+            step.replace(
+                job_id,
+                NewJob {
+                    job_id: new_id,
+                    campaign_id: job.campaign_id.clone(),
+                    origin,
+                    earliest_at: earliest.max(job.earliest_at),
+                    requested_at: None,
+                    replaces: Some(job_id),
+                    reason: reason.to_owned(),
+                    reason_detail: Some(detail),
+                    requested_in_call: None,
+                    attempt: Some(job.attempt),
+                },
+            )?;
+        }
+    }
+    Ok(true)
+}
+
+fn launch(
+    step: &mut Step<'_, '_>,
+    job_id: Uuid,
+    slot_at: DateTime<Utc>,
+    expires_at: Option<DateTime<Utc>>,
+) -> Result<(), ProcessError> {
+    let workflow = step.contact.workflow;
+    if let Err(rejected) = step
+        .contact
+        .workflow
+        .apply(workflow.step(), WorkflowState::Dispatching)
+    {
+        // The guards passed but the workflow cannot dispatch from where it
+        // is: do not call, and say why.
+        step.contact.rejected_transitions = step.contact.rejected_transitions.saturating_add(1);
+        warn!(%job_id, reason = rejected.reason_code(), "launch rejected by the workflow");
+        let reason = format!("workflow_{}", rejected.reason_code());
+        return step.cancel(job_id, &reason, Some(rejected.to_string()), true);
+    }
+    let tenant = step.contact.tenant_id.clone();
+    let launch_id = ids::launch_id(&tenant, job_id);
+    let (at, cause, step_no) = (step.out.at, step.out.cause, step.contact.workflow.step());
+    let phone = step.contact.phone.clone().unwrap_or_default();
+    let Some(job) = step.contact.job_mut(job_id) else {
+        return Ok(());
+    };
+    job.launch_id = Some(launch_id);
+    job.step = step_no;
+    job.set_state(JobState::Launched, "launched", None, at);
+    job.cause = cause;
+    let job = job.clone();
+    let env = step.out.envelope(&["launch-command", &job_id.to_string()]);
+    step.out.launch(&LaunchCommand {
+        event_id: env.event_id,
+        tenant_id: tenant,
+        occurred_at: env.occurred_at,
+        causation_id: Some(env.causation_id),
+        correlation_id: Some(env.correlation_id),
+        launch_id,
+        job_id,
+        contact_id: step.contact.contact_id.clone(),
+        campaign_id: job.campaign_id.clone(),
+        origin: job.origin,
+        attempt: i32::try_from(job.attempt).unwrap_or(i32::MAX),
+        to_number: phone,
+        from_number: None,
+        provider: None,
+        slot_at,
+        expires_at,
+    })
+}
+
+/// The wall-clock re-check: re-plans every held job whose pause has lifted.
+pub fn recheck_pauses(step: &mut Step<'_, '_>, now: DateTime<Utc>) -> Result<(), ProcessError> {
+    let held: Vec<_> = step
+        .contact
+        .jobs
+        .iter()
+        .filter(|j| j.state == JobState::Held)
+        .cloned()
+        .collect();
+    let tenant = step.contact.tenant_id.clone();
+    for job in held {
+        if step.control.pause(&tenant, &job.campaign_id).is_some() {
+            step.recheck_pauses = true;
+            continue;
+        }
+        // What the re-plan emits is caused by the launch_due that held the job.
+        step.out.cause = job.cause;
+        let new_id = step.job_id(&["pause_replan", &job.job_id.to_string()]);
+        step.replace(
+            job.job_id,
+            NewJob {
+                job_id: new_id,
+                campaign_id: job.campaign_id.clone(),
+                origin: JobOrigin::PauseReplan,
+                earliest_at: now.max(job.earliest_at),
+                requested_at: None,
+                replaces: Some(job.job_id),
+                reason: "pause_lifted".into(),
+                reason_detail: Some(format!(
+                    "re-planned after the pause ({}) lifted",
+                    job.reason
+                )),
+                requested_in_call: None,
+                attempt: Some(job.attempt),
+            },
+        )?;
+    }
+    Ok(())
+}

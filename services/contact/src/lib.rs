@@ -1,0 +1,53 @@
+//! The contact processor (`callstream process contact`): per contact, it
+//! applies the workflow and the next-step policy to call outcomes, runs the
+//! launch-time guards when the scheduler says a job is due, and carries out
+//! launch requests and operator commands.
+//!
+//! Inputs `call-events` and `contact-commands` (co-partitioned, keyed by
+//! contact) and the `control` table; outputs `schedule-requests` (keyed by
+//! tenant), `launch-commands`, `crm-commands`, `exceptions`,
+//! `contact-state` (keyed by contact) and `audit` (keyed by tenant).
+//!
+//! Guarantees, on the runtime's exactly-once engine: every decision is an
+//! event with a reason code, a causation id and a correlation id (envelope
+//! and headers); event ids are UUIDv5 over the cause's id and what was
+//! decided, so a replay produces identical events; a duplicate input
+//! changes nothing and produces nothing; a rejected workflow transition is
+//! counted and logged, never applied; a job launches at most once, under a
+//! stable operation id (UUIDv5 over tenant and job id).
+
+mod calls;
+mod commands;
+pub mod config;
+mod decisions;
+pub mod guards;
+pub mod ids;
+pub mod interim_control;
+mod jobs;
+mod launch;
+mod out;
+pub mod processor;
+pub mod settings;
+mod snapshot;
+pub mod state;
+
+use callstream_platform::Topics;
+use callstream_runtime::{Processor, ProcessorSpec};
+
+pub use config::{ContactConfig, ContactTopics, APP_ID, CONTACTS_STORE};
+pub use processor::{ContactProcessor, ControlSource, PAUSE_RECHECK_TIMER};
+pub use settings::{CampaignRules, ControlRead};
+
+/// The contact processor, reading `control` through the runtime's global table.
+pub fn processor(config: ContactConfig) -> impl Processor {
+    let control = interim_control::GlobalControl {
+        topic: config.topics.control.clone(),
+    };
+    ContactProcessor::new(config, control)
+}
+
+/// The processor's inputs, store and global table for `topics`; `app_id`
+/// names its consumer group and changelog (normally [`APP_ID`]).
+pub fn spec(topics: &Topics, app_id: &str) -> ProcessorSpec {
+    config::spec(topics, app_id)
+}

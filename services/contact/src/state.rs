@@ -1,0 +1,258 @@
+//! What the processor keeps per contact (the `contacts` store, JSON), and
+//! the small questions asked of it.
+//!
+//! Guarantees: the stored record is the whole truth about a contact for
+//! this processor; every handler loads it, changes a copy, and writes it
+//! back in the same transaction as the outputs the change caused. Jobs are
+//! kept newest last; finished ones beyond a bound are dropped oldest first
+//! (the schedule requests on the log keep the full history).
+
+use std::collections::BTreeMap;
+
+use callstream_domain::normaliser::Outcome;
+use callstream_domain::policy::{ContactFlags, Counters};
+use callstream_domain::timezone::{resolve_zone, ResolvedZone, ZoneInputs, ZoneSource};
+use callstream_domain::workflow::{Deduplicator, Workflow};
+use callstream_schemas::{JobOrigin, JobState};
+use chrono::{DateTime, Utc};
+use chrono_tz::Tz;
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+/// The contact's flags that bar calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Flags {
+    pub do_not_call: bool,
+    pub blocked: bool,
+    pub enrolled: bool,
+    pub spam: bool,
+}
+
+/// Calls are held until an exception has an outcome.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Hold {
+    /// The exception whose outcome releases the hold.
+    pub exception_id: Uuid,
+    /// Reason code: `person_requested` or `provider_failures_exhausted`.
+    pub reason: String,
+    /// A person was asked for (an urgent request).
+    pub urgent: bool,
+    /// The call in which the hold began; a callback asked for in that call still goes.
+    pub call_id: Option<String>,
+    pub campaign_id: Option<String>,
+}
+
+/// The event that last changed a job and its chain: the cause of what a
+/// timer later emits for the job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cause {
+    pub event_id: Uuid,
+    pub correlation_id: Uuid,
+}
+
+/// One planned call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Job {
+    pub job_id: Uuid,
+    pub campaign_id: String,
+    pub origin: JobOrigin,
+    pub state: JobState,
+    pub attempt: u32,
+    pub step: u64,
+    pub earliest_at: DateTime<Utc>,
+    pub requested_at: Option<DateTime<Utc>>,
+    pub slot_at: Option<DateTime<Utc>>,
+    pub launch_id: Option<Uuid>,
+    pub replaces: Option<Uuid>,
+    pub replaced_by: Option<Uuid>,
+    pub reason: String,
+    pub reason_detail: Option<String>,
+    pub outcome: Option<Outcome>,
+    pub updated_at: DateTime<Utc>,
+    /// The call in which the lead asked for this call back (exempt from the
+    /// hold that same call opened).
+    pub requested_in_call: Option<String>,
+    pub cause: Cause,
+}
+
+impl Job {
+    /// Still to be called: the scheduler has it, or it waits for a pause to lift.
+    pub fn is_active(&self) -> bool {
+        matches!(self.state, JobState::Planned | JobState::Held)
+    }
+
+    /// Nothing more will happen to it.
+    pub fn is_finished(&self) -> bool {
+        matches!(
+            self.state,
+            JobState::Completed | JobState::Cancelled | JobState::Replaced
+        )
+    }
+
+    /// Moves the job to `state` with its reason.
+    pub fn set_state(
+        &mut self,
+        state: JobState,
+        reason: &str,
+        detail: Option<String>,
+        at: DateTime<Utc>,
+    ) {
+        self.state = state;
+        self.reason = reason.to_owned();
+        self.reason_detail = detail;
+        self.updated_at = at;
+    }
+}
+
+/// Everything the processor knows about one contact.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Contact {
+    pub tenant_id: String,
+    pub contact_id: String,
+    /// Changes applied so far (published as the state's version).
+    pub version: u64,
+    pub phone: Option<String>,
+    /// The zone on the contact record (the first source).
+    pub contact_zone: Option<String>,
+    /// The zone the voice platform last reported (the second source).
+    pub platform_zone: Option<String>,
+    /// The zone as last resolved, with its source.
+    pub zone: Option<ResolvedZone>,
+    pub flags: Flags,
+    pub hold: Option<Hold>,
+    pub workflow: Workflow,
+    /// The campaign the contact is in now.
+    pub campaign: Option<String>,
+    pub counters: BTreeMap<String, Counters>,
+    pub rejected_transitions: u64,
+    pub dedupe: Deduplicator,
+    /// Newest last.
+    pub jobs: Vec<Job>,
+}
+
+impl Contact {
+    pub fn new(tenant_id: &str, contact_id: &str, dedupe_capacity: usize) -> Self {
+        Self {
+            tenant_id: tenant_id.to_owned(),
+            contact_id: contact_id.to_owned(),
+            version: 0,
+            phone: None,
+            contact_zone: None,
+            platform_zone: None,
+            zone: None,
+            flags: Flags::default(),
+            hold: None,
+            workflow: Workflow::new(),
+            campaign: None,
+            counters: BTreeMap::new(),
+            rejected_transitions: 0,
+            dedupe: Deduplicator::new(dedupe_capacity),
+            jobs: Vec::new(),
+        }
+    }
+
+    /// The store key: tenant and contact, length-prefixed, so two tenants'
+    /// contacts with the same id never share state.
+    pub fn store_key(tenant_id: &str, contact_id: &str) -> Vec<u8> {
+        let mut key = Vec::with_capacity(8 + tenant_id.len() + contact_id.len());
+        key.extend_from_slice(&(tenant_id.len() as u32).to_be_bytes());
+        key.extend_from_slice(tenant_id.as_bytes());
+        key.extend_from_slice(contact_id.as_bytes());
+        key
+    }
+
+    /// The flags as the policy sees them.
+    pub fn policy_flags(&self) -> ContactFlags {
+        ContactFlags {
+            do_not_call: self.flags.do_not_call,
+            blocked: self.flags.blocked,
+            enrolled: self.flags.enrolled,
+            spam: self.flags.spam,
+            urgent_open: self.hold.as_ref().is_some_and(|h| h.urgent),
+        }
+    }
+
+    /// Why the contact may not be called at all, if it may not.
+    pub fn barred_reason(&self) -> Option<&'static str> {
+        let f = self.flags;
+        if f.blocked {
+            Some("blocked_number")
+        } else if f.do_not_call {
+            Some("do_not_call")
+        } else if f.enrolled {
+            Some("enrolled_student")
+        } else if f.spam {
+            Some("spam")
+        } else {
+            None
+        }
+    }
+
+    pub fn counters(&self, campaign: &str) -> Counters {
+        self.counters.get(campaign).copied().unwrap_or_default()
+    }
+
+    /// The attempt number the next call of `campaign` will be.
+    pub fn next_attempt(&self, campaign: &str) -> u32 {
+        self.counters(campaign)
+            .attempts_in_campaign
+            .saturating_add(1)
+    }
+
+    /// Resolves (and records) the lead's zone: contact record, voice
+    /// platform, area code, then `tenant_default`.
+    pub fn resolve_zone(&mut self, tenant_default: Tz) -> ResolvedZone {
+        let inputs = ZoneInputs {
+            contact_zone: self.contact_zone.as_deref(),
+            platform_zone: self.platform_zone.as_deref(),
+            phone: self.phone.as_deref(),
+            tenant_default: Some(tenant_default.name()),
+        };
+        let zone = resolve_zone(&inputs).unwrap_or_else(|failed| ResolvedZone {
+            // A `Tz` always has a valid name, so this is unreachable; keep
+            // the answer total anyway.
+            zones: vec![tenant_default],
+            source: ZoneSource::TenantDefault,
+            skipped: failed.skipped,
+        });
+        self.zone = Some(zone.clone());
+        zone
+    }
+
+    pub fn job(&self, job_id: Uuid) -> Option<&Job> {
+        self.jobs.iter().find(|j| j.job_id == job_id)
+    }
+
+    pub fn job_mut(&mut self, job_id: Uuid) -> Option<&mut Job> {
+        self.jobs.iter_mut().find(|j| j.job_id == job_id)
+    }
+
+    /// The job whose launch had this operation id.
+    pub fn job_by_launch(&self, launch_id: Uuid) -> Option<&Job> {
+        self.jobs.iter().find(|j| j.launch_id == Some(launch_id))
+    }
+
+    /// Ids of the jobs still to be called, oldest first.
+    pub fn active_jobs(&self) -> Vec<Uuid> {
+        self.jobs
+            .iter()
+            .filter(|j| j.is_active())
+            .map(|j| j.job_id)
+            .collect()
+    }
+
+    /// Drops the oldest finished jobs beyond `keep_finished`.
+    pub fn prune_jobs(&mut self, keep_finished: usize) {
+        let finished = self.jobs.iter().filter(|j| j.is_finished()).count();
+        let mut drop = finished.saturating_sub(keep_finished);
+        self.jobs.retain(|j| {
+            if drop > 0 && j.is_finished() {
+                drop -= 1;
+                false
+            } else {
+                true
+            }
+        });
+    }
+}
