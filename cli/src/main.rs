@@ -20,6 +20,9 @@ enum Command {
     /// Create the topics of the design and check the ones that exist.
     #[command(subcommand)]
     Topics(topics_cmd::TopicsCommand),
+    /// Simulators of the outside world, for tests and the demo.
+    #[command(subcommand)]
+    Sim(SimCommand),
     /// Serve provider webhooks and launch intake; 202 only once Kafka has the event.
     Gateway {
         /// A TOML file with integrations, tenants and secrets (else `CALLSTREAM_GATEWAY_CONFIG`).
@@ -28,12 +31,22 @@ enum Command {
     },
 }
 
+#[derive(Subcommand)]
+enum SimCommand {
+    /// Send a realistic launch workload to the gateway's intake (bursts, zones, campaigns).
+    Workload(callstream_workload::WorkloadArgs),
+}
+
 #[tokio::main]
 async fn main() -> Result<()> {
     callstream_platform::telemetry::init_tracing("info");
     let cli = Cli::parse();
     match cli.command {
         Command::Topics(command) => topics_cmd::run(command).await,
+        Command::Sim(SimCommand::Workload(args)) => callstream_workload::run(&args)
+            .await
+            .map(|_| ())
+            .context("sending the workload"),
         Command::Gateway { config } => {
             let config = match config {
                 Some(path) => callstream_gateway::GatewayConfig::load(Some(&path)),
