@@ -1,0 +1,144 @@
+//! Configuration of the projections, from the environment (with the dev stack's defaults).
+
+use std::time::Duration;
+
+use callstream_platform::{KafkaSettings, Topics};
+
+use crate::error::ProjectionError;
+use crate::view::View;
+
+/// Everything [`run`](crate::run) and [`rebuild`](crate::rebuild) need.
+#[derive(Debug, Clone)]
+pub struct ProjectionsConfig {
+    /// Postgres holding the views (`DATABASE_URL`; default the dev stack's
+    /// `postgres://postgres@127.0.0.1:5432/callstream`).
+    pub database_url: String,
+    /// Kafka cluster (`KAFKA_BOOTSTRAP_SERVERS`); client id `callstream-projections`.
+    pub kafka: KafkaSettings,
+    /// Topic names (`CALLSTREAM_TOPIC_PREFIX`, ...).
+    pub topics: Topics,
+    /// The views to keep up to date (`CALLSTREAM_PROJECTIONS_VIEWS`, comma-separated names;
+    /// default all).
+    pub views: Vec<View>,
+    /// Most records applied in one Postgres transaction
+    /// (`CALLSTREAM_PROJECTIONS_BATCH_RECORDS`, default 2000).
+    pub batch_max_records: usize,
+    /// Longest a batch waits to fill before it is applied
+    /// (`CALLSTREAM_PROJECTIONS_BATCH_MS`, default 100).
+    pub batch_max_wait: Duration,
+    /// First wait before retrying a batch while Postgres is away; doubles up to
+    /// `retry_max` (`CALLSTREAM_PROJECTIONS_RETRY_MS`, default 200).
+    pub retry_initial: Duration,
+    /// Longest wait between retries (`CALLSTREAM_PROJECTIONS_RETRY_MAX_MS`, default 5000).
+    pub retry_max: Duration,
+    /// How often new topics and partitions are looked for
+    /// (`CALLSTREAM_PROJECTIONS_METADATA_MS`, default 30000).
+    pub metadata_interval: Duration,
+    /// Apply the migrations in `migrations/` at start (`CALLSTREAM_PROJECTIONS_MIGRATE`,
+    /// default true).
+    pub migrate: bool,
+}
+
+/// The dev stack's database.
+pub const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/callstream";
+
+impl ProjectionsConfig {
+    /// Defaults for a database and topics (tests set the fields they need).
+    pub fn new(database_url: impl Into<String>, kafka: KafkaSettings, topics: Topics) -> Self {
+        Self {
+            database_url: database_url.into(),
+            kafka,
+            topics,
+            views: View::ALL.to_vec(),
+            batch_max_records: 2000,
+            batch_max_wait: Duration::from_millis(100),
+            retry_initial: Duration::from_millis(200),
+            retry_max: Duration::from_secs(5),
+            metadata_interval: Duration::from_secs(30),
+            migrate: true,
+        }
+    }
+
+    /// Reads the settings named on the fields.
+    pub fn from_env() -> Result<Self, ProjectionError> {
+        let database_url =
+            std::env::var("DATABASE_URL").unwrap_or_else(|_| DEFAULT_DATABASE_URL.to_string());
+        let topics = Topics::from_env().map_err(|e| ProjectionError::Config(e.to_string()))?;
+        let mut config = Self::new(
+            database_url,
+            KafkaSettings::from_env("callstream-projections"),
+            topics,
+        );
+        if let Ok(list) = std::env::var("CALLSTREAM_PROJECTIONS_VIEWS") {
+            config.views = parse_views(&list)?;
+        }
+        if let Some(n) = env_u64("CALLSTREAM_PROJECTIONS_BATCH_RECORDS")? {
+            config.batch_max_records = usize::try_from(n.max(1)).unwrap_or(usize::MAX);
+        }
+        let millis = |name| env_u64(name).map(|v| v.map(Duration::from_millis));
+        if let Some(d) = millis("CALLSTREAM_PROJECTIONS_BATCH_MS")? {
+            config.batch_max_wait = d;
+        }
+        if let Some(d) = millis("CALLSTREAM_PROJECTIONS_RETRY_MS")? {
+            config.retry_initial = d;
+        }
+        if let Some(d) = millis("CALLSTREAM_PROJECTIONS_RETRY_MAX_MS")? {
+            config.retry_max = d;
+        }
+        if let Some(d) = millis("CALLSTREAM_PROJECTIONS_METADATA_MS")? {
+            config.metadata_interval = d;
+        }
+        if let Ok(v) = std::env::var("CALLSTREAM_PROJECTIONS_MIGRATE") {
+            config.migrate = !matches!(v.trim(), "0" | "false" | "no" | "off");
+        }
+        Ok(config)
+    }
+}
+
+/// Parses a comma-separated list of view names; empty means all.
+pub fn parse_views(list: &str) -> Result<Vec<View>, ProjectionError> {
+    let mut views: Vec<View> = list
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            s.parse()
+                .map_err(|e: crate::view::UnknownView| ProjectionError::Config(e.to_string()))
+        })
+        .collect::<Result<_, _>>()?;
+    if views.is_empty() {
+        views = View::ALL.to_vec();
+    }
+    views.sort_unstable();
+    views.dedup();
+    Ok(views)
+}
+
+fn env_u64(name: &str) -> Result<Option<u64>, ProjectionError> {
+    match std::env::var(name) {
+        Err(_) => Ok(None),
+        Ok(v) => v
+            .trim()
+            .parse()
+            .map(Some)
+            .map_err(|_| ProjectionError::Config(format!("{name}={v:?} is not a whole number"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn view_lists_parse_dedupe_and_default_to_all() {
+        let cases: &[(&str, Option<Vec<View>>)] = &[
+            ("", Some(View::ALL.to_vec())),
+            ("jobs", Some(vec![View::Jobs])),
+            (" slots , jobs,jobs ", Some(vec![View::Jobs, View::Slots])),
+            ("jobs,nope", None),
+        ];
+        for (input, expected) in cases {
+            assert_eq!(parse_views(input).ok(), *expected, "{input:?}");
+        }
+    }
+}

@@ -1,0 +1,290 @@
+//! `callstream projections rebuild [VIEW]`: a view rebuilt from offset 0 into new tables
+//! (`jobs__rebuild`, ...) while the live one stays queryable, then swapped in.
+//!
+//! Guarantees:
+//! - The rebuilt tables are built by the same code as the live ones, with their own
+//!   offsets (`jobs__rebuild` in `projection_offsets`), exactly once.
+//! - The swap is one transaction: it locks the live view's offsets (so the live runner
+//!   waits between two batches), applies whatever the live view has and the rebuild has
+//!   not yet read, renames the tables and moves the offsets. Readers see the old tables or
+//!   the new ones, never a mix, and no event is lost or applied twice across the swap.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressStyle};
+use sqlx::postgres::PgPool;
+
+use crate::config::ProjectionsConfig;
+use crate::error::{is_transient, ProjectionError};
+use crate::runner::{commit_batch, lazy_pool, migrate, topics_of, Pauser};
+use crate::source::{Source, TopicNames, TopicPartition};
+use crate::store::{self, Decoded, Mode, Stats};
+use crate::view::{Tables, View};
+
+/// What a rebuild did.
+#[derive(Debug, Clone)]
+pub struct RebuildReport {
+    pub views: Vec<View>,
+    /// Records read from the topics.
+    pub records: u64,
+    /// Of which were not events (counted, skipped).
+    pub undecodable: u64,
+    pub elapsed: Duration,
+}
+
+/// Rebuilds `views` (all of them for an empty list) and swaps them in; `progress` shows a
+/// progress bar on stderr when it is a terminal.
+pub async fn rebuild(
+    config: ProjectionsConfig,
+    views: &[View],
+    progress: bool,
+) -> Result<RebuildReport, ProjectionError> {
+    let started = Instant::now();
+    let views: Vec<View> = if views.is_empty() {
+        View::ALL.to_vec()
+    } else {
+        views.to_vec()
+    };
+    let pool = lazy_pool(&config.database_url)?;
+    if config.migrate {
+        migrate(&pool).await?;
+    }
+    let mut pauser = Pauser::new(&config);
+    prepare_tables(&pool, &views).await?;
+
+    let names = TopicNames::new(&config.topics, &topics_of(&views));
+    let mut source = Source::new(&config.kafka, names, true)?;
+    let partitions = source.discover()?;
+    let mut ends = BTreeMap::new();
+    let mut total = 0u64;
+    for tp in &partitions {
+        let (low, high) = source.watermarks(tp)?;
+        total += u64::try_from(high - low).unwrap_or(0);
+        ends.insert(tp.clone(), high);
+    }
+    let starts: Vec<(TopicPartition, i64)> = partitions.iter().map(|tp| (tp.clone(), 0)).collect();
+    source.assign(&starts)?;
+
+    let bar = if progress {
+        let bar = ProgressBar::new(total);
+        let style = ProgressStyle::with_template(
+            "{msg} [{elapsed_precise}] {wide_bar} {pos}/{len} events ({per_sec}, {eta})",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar());
+        bar.set_style(style);
+        bar.set_message(format!(
+            "rebuilding {}",
+            views.iter().map(|v| v.name()).collect::<Vec<_>>().join(",")
+        ));
+        bar
+    } else {
+        ProgressBar::hidden()
+    };
+
+    let stats = Arc::new(Stats::default());
+    // Where the rebuild has read to, per partition: the next offset.
+    let mut position: HashMap<TopicPartition, i64> = HashMap::new();
+    let mut records = 0u64;
+    loop {
+        if caught_up(&source, &ends, &position) {
+            break;
+        }
+        let batch = source
+            .next_batch(
+                config.batch_max_records,
+                config.batch_max_wait,
+                Duration::from_millis(200),
+            )
+            .await;
+        if batch.records.is_empty() {
+            continue;
+        }
+        note_positions(&mut position, &batch.records);
+        records += batch.records.len() as u64;
+        bar.inc(batch.records.len() as u64);
+        let decoded = store::decode(batch.records, source.names(), &stats);
+        commit_batch(
+            &pool,
+            &views,
+            Tables::Rebuild,
+            &decoded,
+            &stats,
+            &mut pauser,
+        )
+        .await?;
+    }
+    bar.set_message("swapping in");
+    records += swap(&pool, &source, &views, &stats, &mut position, &mut pauser).await?;
+    bar.finish_with_message("rebuilt");
+    let undecodable = stats.undecodable.load(std::sync::atomic::Ordering::Relaxed);
+    tracing::info!(views = ?views.iter().map(|v| v.name()).collect::<Vec<_>>(), records, undecodable,
+        elapsed_ms = started.elapsed().as_millis() as u64, "rebuild swapped in");
+    Ok(RebuildReport {
+        views,
+        records,
+        undecodable,
+        elapsed: started.elapsed(),
+    })
+}
+
+fn note_positions(
+    position: &mut HashMap<TopicPartition, i64>,
+    records: &[crate::source::RawRecord],
+) {
+    for r in records {
+        let next = position.entry((r.topic.clone(), r.partition)).or_insert(0);
+        *next = (*next).max(r.offset + 1);
+    }
+}
+
+/// Every partition has been read up to the end it had when the rebuild started. The
+/// consumer's position counts too: after a transaction's commit marker (which is no
+/// record) it is past the last record.
+fn caught_up(
+    source: &Source,
+    ends: &BTreeMap<TopicPartition, i64>,
+    position: &HashMap<TopicPartition, i64>,
+) -> bool {
+    let consumer_positions = source.positions();
+    ends.iter().all(|(tp, end)| {
+        let read = position.get(tp).copied().unwrap_or(0);
+        let fetched = consumer_positions.get(tp).copied().unwrap_or(0);
+        read.max(fetched) >= *end
+    })
+}
+
+/// Drops what an earlier, unfinished rebuild left and creates empty copies of the tables.
+async fn prepare_tables(pool: &PgPool, views: &[View]) -> Result<(), ProjectionError> {
+    let mut tx = pool.begin().await?;
+    for view in views {
+        for table in view.tables() {
+            let copy = Tables::Rebuild.name(table);
+            sqlx::query(&format!("DROP TABLE IF EXISTS {copy}"))
+                .execute(&mut *tx)
+                .await?;
+            sqlx::query(&format!("CREATE TABLE {copy} (LIKE {table} INCLUDING ALL)"))
+                .execute(&mut *tx)
+                .await?;
+        }
+        sqlx::query("DELETE FROM projection_offsets WHERE projection = $1")
+            .bind(view.offsets_key(Tables::Rebuild))
+            .execute(&mut *tx)
+            .await?;
+    }
+    tx.commit().await?;
+    Ok(())
+}
+
+/// The swap transaction, retried whole while Postgres is away. The records it reads are
+/// kept, so a retry applies them again. Returns how many it read.
+async fn swap(
+    pool: &PgPool,
+    source: &Source,
+    views: &[View],
+    stats: &Stats,
+    position: &mut HashMap<TopicPartition, i64>,
+    pauser: &mut Pauser,
+) -> Result<u64, ProjectionError> {
+    let mut pending: Vec<Decoded> = Vec::new();
+    loop {
+        match try_swap(pool, source, views, stats, position, &mut pending).await {
+            Ok(()) => {
+                pauser.succeeded();
+                return Ok(pending.len() as u64);
+            }
+            Err(e) if is_transient(&e) => pauser.failed(&e).await,
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+async fn try_swap(
+    pool: &PgPool,
+    source: &Source,
+    views: &[View],
+    stats: &Stats,
+    position: &mut HashMap<TopicPartition, i64>,
+    pending: &mut Vec<Decoded>,
+) -> Result<(), sqlx::Error> {
+    let live_keys: Vec<String> = views.iter().map(|v| v.offsets_key(Tables::Live)).collect();
+    let rebuild_keys: Vec<String> = views
+        .iter()
+        .map(|v| v.offsets_key(Tables::Rebuild))
+        .collect();
+    let mut tx = pool.begin().await?;
+    // From here until commit the live runner cannot commit a batch of these views.
+    let live = store::lock_offsets(&mut tx, &live_keys).await?;
+    if !pending.is_empty() {
+        store::apply_batch(
+            &mut tx,
+            views,
+            Tables::Rebuild,
+            pending,
+            Mode::Careful,
+            stats,
+        )
+        .await?;
+    }
+    // Read on until the rebuild has everything the live view has.
+    loop {
+        let rebuilt = store::read_offsets(&mut tx, &rebuild_keys).await?;
+        let behind = live.iter().any(|((key, topic, partition), next)| {
+            let rebuild_key = format!("{key}{}", Tables::Rebuild.suffix());
+            let have = rebuilt
+                .get(&(rebuild_key, topic.clone(), *partition))
+                .copied()
+                .unwrap_or(0);
+            have < *next
+        });
+        if !behind {
+            break;
+        }
+        let batch = source
+            .next_batch(2000, Duration::from_millis(20), Duration::from_millis(200))
+            .await;
+        if batch.records.is_empty() {
+            continue;
+        }
+        note_positions(position, &batch.records);
+        let decoded = store::decode(batch.records, source.names(), stats);
+        store::apply_batch(
+            &mut tx,
+            views,
+            Tables::Rebuild,
+            &decoded,
+            Mode::Careful,
+            stats,
+        )
+        .await?;
+        pending.extend(decoded);
+    }
+    for view in views {
+        for table in view.tables() {
+            let copy = Tables::Rebuild.name(table);
+            let old = format!("{table}__old");
+            sqlx::query(&format!("ALTER TABLE {table} RENAME TO {old}"))
+                .execute(&mut *tx)
+                .await?;
+            sqlx::query(&format!("ALTER TABLE {copy} RENAME TO {table}"))
+                .execute(&mut *tx)
+                .await?;
+            sqlx::query(&format!("DROP TABLE {old}"))
+                .execute(&mut *tx)
+                .await?;
+        }
+    }
+    sqlx::query("DELETE FROM projection_offsets WHERE projection = ANY($1)")
+        .bind(&live_keys)
+        .execute(&mut *tx)
+        .await?;
+    for (live_key, rebuild_key) in live_keys.iter().zip(&rebuild_keys) {
+        sqlx::query("UPDATE projection_offsets SET projection = $1, updated_at = now() WHERE projection = $2")
+            .bind(live_key)
+            .bind(rebuild_key)
+            .execute(&mut *tx)
+            .await?;
+    }
+    tx.commit().await
+}

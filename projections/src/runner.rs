@@ -1,0 +1,250 @@
+//! The live projections: one consumer over every topic the configured views read, each
+//! batch applied with its offsets in one Postgres transaction.
+//!
+//! Guarantees:
+//! - Exactly once into Postgres: a batch's rows and offsets commit together; on start the
+//!   consumer seeks to the stored offsets (the smallest over the views reading a
+//!   partition; each view skips what it already has). A crash anywhere repeats at most an
+//!   uncommitted batch, which is applied as if for the first time.
+//! - Postgres going away pauses the projections with one log line, keeps the batch, and
+//!   retries with doubling waits; when Postgres returns it resumes where it was, so
+//!   nothing is lost or applied twice.
+//! - A record that is not an event, or that Postgres refuses for a reason retrying cannot
+//!   fix, is counted and logged and never stops the projection.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use sqlx::postgres::{PgPool, PgPoolOptions};
+
+use crate::config::ProjectionsConfig;
+use crate::error::{is_transient, ProjectionError};
+use crate::source::{Source, TopicNames, TopicPartition};
+use crate::store::{self, Decoded, Mode, Stats};
+use crate::view::{Tables, View};
+
+/// A pool that connects lazily, so the projections start (and wait) while Postgres is down.
+pub fn lazy_pool(database_url: &str) -> Result<PgPool, ProjectionError> {
+    Ok(PgPoolOptions::new()
+        .max_connections(4)
+        .acquire_timeout(Duration::from_secs(5))
+        .connect_lazy(database_url)?)
+}
+
+/// Applies the migrations in `migrations/`.
+pub async fn migrate(pool: &PgPool) -> Result<(), ProjectionError> {
+    sqlx::migrate!("../migrations").run(pool).await?;
+    Ok(())
+}
+
+/// Every logical topic a set of views reads.
+pub(crate) fn topics_of(views: &[View]) -> Vec<&'static str> {
+    let mut topics: Vec<&'static str> = views.iter().flat_map(|v| v.topics()).copied().collect();
+    topics.sort_unstable();
+    topics.dedup();
+    topics
+}
+
+/// Runs the live projections until `shutdown` resolves (between batches).
+pub async fn run(
+    config: ProjectionsConfig,
+    shutdown: impl Future<Output = ()> + Send,
+) -> Result<(), ProjectionError> {
+    run_with_stats(config, Arc::new(Stats::default()), shutdown).await
+}
+
+/// [`run`], counting into `stats`.
+pub async fn run_with_stats(
+    config: ProjectionsConfig,
+    stats: Arc<Stats>,
+    shutdown: impl Future<Output = ()> + Send,
+) -> Result<(), ProjectionError> {
+    let pool = lazy_pool(&config.database_url)?;
+    let mut pauser = Pauser::new(&config);
+    if config.migrate {
+        while let Err(e) = migrate(&pool).await {
+            match &e {
+                ProjectionError::Migrate(sqlx::migrate::MigrateError::Execute(inner))
+                    if is_transient(inner) =>
+                {
+                    pauser.failed(inner).await
+                }
+                _ => return Err(e),
+            }
+        }
+    }
+    let views = config.views.clone();
+    let names = TopicNames::new(&config.topics, &topics_of(&views));
+    let mut source = Source::new(&config.kafka, names, false)?;
+    let keys: Vec<String> = views.iter().map(|v| v.offsets_key(Tables::Live)).collect();
+    assign_new(&mut source, &pool, &views, &keys, &mut pauser).await?;
+    tracing::info!(views = ?views.iter().map(|v| v.name()).collect::<Vec<_>>(),
+        partitions = source.assigned().count(), "projections running");
+    let mut last_discovery = Instant::now();
+    tokio::pin!(shutdown);
+    loop {
+        let batch = tokio::select! {
+            () = &mut shutdown => break,
+            batch = source.next_batch(config.batch_max_records, config.batch_max_wait, Duration::from_millis(500)) => batch,
+        };
+        if last_discovery.elapsed() >= config.metadata_interval {
+            last_discovery = Instant::now();
+            assign_new(&mut source, &pool, &views, &keys, &mut pauser).await?;
+        }
+        if batch.records.is_empty() {
+            continue;
+        }
+        let decoded = store::decode(batch.records, source.names(), &stats);
+        commit_batch(&pool, &views, Tables::Live, &decoded, &stats, &mut pauser).await?;
+    }
+    tracing::info!("projections stopped");
+    Ok(())
+}
+
+/// Applies and commits a batch, waiting out Postgres outages; a non-transient failure
+/// re-runs the batch record by record so only the refused records are skipped.
+pub(crate) async fn commit_batch(
+    pool: &PgPool,
+    views: &[View],
+    tables: Tables,
+    batch: &[Decoded],
+    stats: &Stats,
+    pauser: &mut Pauser,
+) -> Result<(), ProjectionError> {
+    let mut mode = Mode::Fast;
+    loop {
+        let attempt = async {
+            let mut tx = pool.begin().await?;
+            store::apply_batch(&mut tx, views, tables, batch, mode, stats).await?;
+            tx.commit().await
+        };
+        match attempt.await {
+            Ok(()) => {
+                pauser.succeeded();
+                stats
+                    .records
+                    .fetch_add(batch.len() as u64, Ordering::Relaxed);
+                stats.batches.fetch_add(1, Ordering::Relaxed);
+                return Ok(());
+            }
+            Err(e) if is_transient(&e) => pauser.failed(&e).await,
+            Err(e) if mode == Mode::Fast => {
+                tracing::warn!(error = %e, "batch refused; applying it record by record");
+                mode = Mode::Careful;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// Assigns the partitions not yet assigned, at the smallest offset any view stored.
+async fn assign_new(
+    source: &mut Source,
+    pool: &PgPool,
+    views: &[View],
+    keys: &[String],
+    pauser: &mut Pauser,
+) -> Result<(), ProjectionError> {
+    let partitions = source.discover()?;
+    let known: Vec<TopicPartition> = source.assigned().cloned().collect();
+    let new: Vec<TopicPartition> = partitions
+        .into_iter()
+        .filter(|tp| !known.contains(tp))
+        .collect();
+    if new.is_empty() {
+        return Ok(());
+    }
+    let stored = loop {
+        let attempt = async {
+            let mut conn = pool.acquire().await?;
+            store::read_offsets(&mut conn, keys).await
+        };
+        match attempt.await {
+            Ok(stored) => {
+                pauser.succeeded();
+                break stored;
+            }
+            Err(e) if is_transient(&e) => pauser.failed(&e).await,
+            Err(e) => return Err(e.into()),
+        }
+    };
+    let starts = start_offsets(&new, views, keys, source.names(), &stored);
+    source.assign(&starts)?;
+    Ok(())
+}
+
+/// Where to start each partition: the smallest next offset of the views reading it
+/// (0 for a view that has stored none).
+pub(crate) fn start_offsets(
+    partitions: &[TopicPartition],
+    views: &[View],
+    keys: &[String],
+    names: &TopicNames,
+    stored: &store::Offsets,
+) -> Vec<(TopicPartition, i64)> {
+    let mut starts = BTreeMap::new();
+    for tp in partitions {
+        let Some(logical) = names.logical(&tp.0) else {
+            continue;
+        };
+        let start = views
+            .iter()
+            .zip(keys)
+            .filter(|(v, _)| v.topics().contains(&logical))
+            .map(|(_, key)| {
+                stored
+                    .get(&(key.clone(), tp.0.to_string(), tp.1))
+                    .copied()
+                    .unwrap_or(0)
+            })
+            .min();
+        if let Some(start) = start {
+            starts.insert(tp.clone(), start);
+        }
+    }
+    starts.into_iter().collect()
+}
+
+/// Tells the story of a Postgres outage once: one line when it starts, one when it ends,
+/// with doubling waits in between.
+pub(crate) struct Pauser {
+    initial: Duration,
+    max: Duration,
+    wait: Duration,
+    since: Option<Instant>,
+}
+
+impl Pauser {
+    pub(crate) fn new(config: &ProjectionsConfig) -> Self {
+        Self {
+            initial: config.retry_initial,
+            max: config.retry_max,
+            wait: config.retry_initial,
+            since: None,
+        }
+    }
+
+    pub(crate) async fn failed(&mut self, error: &sqlx::Error) {
+        if self.since.is_none() {
+            self.since = Some(Instant::now());
+            tracing::error!(%error, "postgres unavailable: projections paused, the batch is kept and retried");
+        } else {
+            tracing::debug!(%error, "postgres still unavailable");
+        }
+        tokio::time::sleep(self.wait).await;
+        self.wait = (self.wait * 2).min(self.max);
+    }
+
+    pub(crate) fn succeeded(&mut self) {
+        if let Some(since) = self.since.take() {
+            tracing::info!(
+                paused_ms = since.elapsed().as_millis() as u64,
+                "postgres is back: projections resumed"
+            );
+        }
+        self.wait = self.initial;
+    }
+}

@@ -1,0 +1,227 @@
+//! Applying a batch to Postgres: the rows of every view it changes and the offsets it
+//! consumed, in one transaction (exactly once into Postgres).
+//!
+//! Each view keeps its own offsets, and a record is applied to a view only if its offset
+//! is at or past the view's stored next offset. So views may stand at different offsets
+//! (a view just rebuilt may be ahead of the others) and one consumer still serves them
+//! all: it reads from the smallest stored offset, and every view skips what it has.
+//! The offsets are read `FOR UPDATE` at the start of the transaction, which serialises a
+//! batch with a rebuild's swap of the same view.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use callstream_schemas::{decode_any, AnyEvent};
+use sqlx::{PgConnection, Postgres, Transaction};
+
+use crate::apply::{self, Located, Touched};
+use crate::source::{RawRecord, TopicNames};
+use crate::view::{Tables, View};
+
+/// `(offsets key, physical topic, partition)` -> next offset to apply.
+pub type Offsets = HashMap<(String, String, i32), i64>;
+
+/// Counters of what the projections did, shared with whoever reports them.
+#[derive(Debug, Default)]
+pub struct Stats {
+    /// Records applied (or skipped as already applied) and committed.
+    pub records: AtomicU64,
+    /// Records that are not a callstream event (bad bytes, unknown schema): logged, skipped.
+    pub undecodable: AtomicU64,
+    /// Records whose rows Postgres refused for a reason retrying cannot fix: logged, skipped.
+    pub unappliable: AtomicU64,
+    /// Tombstones (null values on compacted topics): nothing to apply.
+    pub tombstones: AtomicU64,
+    /// Batches committed.
+    pub batches: AtomicU64,
+}
+
+/// A record decoded once for every view.
+pub struct Decoded {
+    pub raw: RawRecord,
+    pub logical: &'static str,
+    pub event: Option<AnyEvent>,
+}
+
+/// Decodes a batch; what does not decode is counted and logged with its coordinates
+/// (never its bytes), and stays in the batch so its offset is still stored.
+pub fn decode(records: Vec<RawRecord>, names: &TopicNames, stats: &Stats) -> Vec<Decoded> {
+    records
+        .into_iter()
+        .filter_map(|raw| {
+            let logical = names.logical(&raw.topic)?;
+            let event = match raw.payload.as_deref() {
+                None => {
+                    stats.tombstones.fetch_add(1, Ordering::Relaxed);
+                    None
+                }
+                Some(bytes) => match decode_any(bytes) {
+                    Ok(event) => Some(event),
+                    Err(error) => {
+                        stats.undecodable.fetch_add(1, Ordering::Relaxed);
+                        tracing::warn!(
+                            topic = %raw.topic, partition = raw.partition, offset = raw.offset,
+                            %error, "undecodable record skipped"
+                        );
+                        None
+                    }
+                },
+            };
+            Some(Decoded {
+                raw,
+                logical,
+                event,
+            })
+        })
+        .collect()
+}
+
+/// Reads the stored offsets of the given keys, locking them for this transaction.
+pub async fn lock_offsets(
+    conn: &mut PgConnection,
+    keys: &[String],
+) -> Result<Offsets, sqlx::Error> {
+    let rows: Vec<(String, String, i32, i64)> = sqlx::query_as(
+        "SELECT projection, topic, partition, next_offset FROM projection_offsets
+         WHERE projection = ANY($1) ORDER BY projection, topic, partition FOR UPDATE",
+    )
+    .bind(keys)
+    .fetch_all(&mut *conn)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(k, t, p, o)| ((k, t, p), o))
+        .collect())
+}
+
+/// Whether to wrap each record in a savepoint, so one that Postgres refuses is skipped
+/// instead of failing the batch (used after a batch failed for a non-transient reason).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Fast,
+    Careful,
+}
+
+/// Applies a batch to `views` (writing `tables`) inside an open transaction and stores
+/// the offsets; the caller commits.
+pub async fn apply_batch(
+    tx: &mut Transaction<'_, Postgres>,
+    views: &[View],
+    tables: Tables,
+    batch: &[Decoded],
+    mode: Mode,
+    stats: &Stats,
+) -> Result<(), sqlx::Error> {
+    let keys: Vec<String> = views.iter().map(|v| v.offsets_key(tables)).collect();
+    let stored = lock_offsets(tx, &keys).await?;
+    let mut next: Offsets = HashMap::new();
+    let mut taken: Offsets = HashMap::new();
+    for (view, key) in views.iter().zip(&keys) {
+        let mut touched = Touched::default();
+        for record in batch {
+            if !view.topics().contains(&record.logical) {
+                continue;
+            }
+            let raw = &record.raw;
+            let coordinates = (key.clone(), raw.topic.to_string(), raw.partition);
+            let from = stored.get(&coordinates).copied().unwrap_or(0);
+            let entry = next.entry(coordinates.clone()).or_insert(from);
+            *entry = (*entry).max(raw.offset + 1);
+            if raw.offset < from {
+                continue; // the view already has it
+            }
+            *taken.entry(coordinates).or_insert(0) += 1;
+            let Some(event) = &record.event else {
+                continue;
+            };
+            let located = Located {
+                topic: &raw.topic,
+                partition: raw.partition,
+                offset: raw.offset,
+                event,
+            };
+            match mode {
+                Mode::Fast => apply::apply(tx, *view, tables, located, &mut touched).await?,
+                Mode::Careful => {
+                    let mut savepoint = sqlx::Connection::begin(&mut **tx).await?;
+                    match apply::apply(&mut savepoint, *view, tables, located, &mut touched).await {
+                        Ok(()) => savepoint.commit().await?,
+                        Err(e) if crate::error::is_transient(&e) => return Err(e),
+                        Err(error) => {
+                            savepoint.rollback().await?;
+                            stats.unappliable.fetch_add(1, Ordering::Relaxed);
+                            tracing::error!(
+                                view = %view, topic = %raw.topic, partition = raw.partition,
+                                offset = raw.offset, %error, "record refused by postgres; skipped"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        apply::finish(tx, *view, tables, &touched).await?;
+    }
+    store_offsets(tx, &stored, &next, &taken).await
+}
+
+/// Writes the offsets that moved, and adds the records taken to each partition's count.
+pub async fn store_offsets(
+    conn: &mut PgConnection,
+    stored: &Offsets,
+    next: &Offsets,
+    taken: &Offsets,
+) -> Result<(), sqlx::Error> {
+    let mut keys = Vec::new();
+    let mut topics = Vec::new();
+    let mut partitions = Vec::new();
+    let mut offsets = Vec::new();
+    let mut counts = Vec::new();
+    for (coordinates, offset) in next {
+        if stored.get(coordinates) == Some(offset) {
+            continue;
+        }
+        let (key, topic, partition) = coordinates;
+        keys.push(key.clone());
+        topics.push(topic.clone());
+        partitions.push(*partition);
+        offsets.push(*offset);
+        counts.push(taken.get(coordinates).copied().unwrap_or(0));
+    }
+    if keys.is_empty() {
+        return Ok(());
+    }
+    sqlx::query(
+        "INSERT INTO projection_offsets (projection, topic, partition, next_offset, records)
+         SELECT * FROM UNNEST($1::text[], $2::text[], $3::int[], $4::bigint[], $5::bigint[])
+         ON CONFLICT (projection, topic, partition) DO UPDATE SET
+             next_offset = GREATEST(projection_offsets.next_offset, EXCLUDED.next_offset),
+             records = projection_offsets.records + EXCLUDED.records,
+             updated_at = now()",
+    )
+    .bind(keys)
+    .bind(topics)
+    .bind(partitions)
+    .bind(offsets)
+    .bind(counts)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+/// The stored offsets of some keys, without locking (for start-up and progress).
+pub async fn read_offsets(
+    conn: &mut PgConnection,
+    keys: &[String],
+) -> Result<Offsets, sqlx::Error> {
+    let rows: Vec<(String, String, i32, i64)> = sqlx::query_as(
+        "SELECT projection, topic, partition, next_offset FROM projection_offsets
+         WHERE projection = ANY($1)",
+    )
+    .bind(keys)
+    .fetch_all(&mut *conn)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(k, t, p, o)| ((k, t, p), o))
+        .collect())
+}

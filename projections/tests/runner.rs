@@ -1,0 +1,257 @@
+//! The live projections against the real broker and a fresh Postgres database: a whole
+//! workload lands in every view with the right counts; records that are not events are
+//! counted and skipped; SIGKILL mid-batch, repeatedly, under load, loses and repeats
+//! nothing (the per-partition record counts stored with the offsets equal what the topics
+//! hold).
+
+mod utils;
+
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Result;
+use callstream_projections::{run_with_stats, Stats, View};
+use rand::Rng;
+use utils::events::{workload, Expected};
+use utils::*;
+
+async fn assert_views(db: &TestDb, tenant: &str, x: &Expected) -> Result<()> {
+    let t = format!("tenant_id = '{tenant}'");
+    let checks = [
+        ("jobs", t.clone(), x.jobs),
+        (
+            "jobs",
+            format!("{t} AND state = 'completed'"),
+            x.completed_jobs,
+        ),
+        (
+            "jobs",
+            format!("{t} AND state = 'cancelled'"),
+            x.cancelled_jobs,
+        ),
+        (
+            "jobs",
+            format!("{t} AND state = 'replaced' AND replaced_by_job_id IS NOT NULL"),
+            x.replaced_jobs,
+        ),
+        (
+            "jobs",
+            format!("{t} AND replaces_job_id IS NOT NULL"),
+            x.replaced_jobs,
+        ),
+        ("launches", t.clone(), x.launches),
+        (
+            "launches",
+            format!("{t} AND missing_at IS NOT NULL AND resolution IS NULL"),
+            x.missing_open,
+        ),
+        ("exceptions", t.clone(), x.exceptions),
+        (
+            "exceptions",
+            format!("{t} AND status = 'open'"),
+            x.open_exceptions,
+        ),
+        (
+            "slots",
+            format!("{t} AND allocated AND NOT cancelled"),
+            x.booked_slots,
+        ),
+        ("commands", t.clone(), x.commands),
+        ("contact_timeline", t.clone(), x.timeline),
+    ];
+    for (table, condition, expected) in checks {
+        assert_eq!(
+            count(&db.pool, table, &condition).await?,
+            expected,
+            "{table} WHERE {condition}"
+        );
+    }
+    let accepted: Option<i64> = sqlx::query_scalar(
+        "SELECT sum(accepted)::bigint FROM delivery_buckets WHERE tenant_id = $1",
+    )
+    .bind(tenant)
+    .fetch_one(&db.pool)
+    .await?;
+    assert_eq!(
+        accepted,
+        Some(x.launches),
+        "delivery buckets count every accepted launch"
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workload_lands_in_every_view_and_bad_records_are_skipped() -> Result<()> {
+    let db = TestDb::new().await?;
+    let topics = topics().await?;
+    let stats = Arc::new(Stats::default());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(run_with_stats(config(&db, &topics), stats.clone(), async {
+        let _ = stopped.await;
+    }));
+
+    let producer = callstream_e2e::producer()?;
+    let mut produced = Produced::new();
+    let base = chrono::Utc::now();
+    let (a, xa) = workload("tenant-a", 40, base);
+    let (b, xb) = workload("tenant-b", 15, base);
+    produce_all(&producer, &topics, &a, &mut produced).await?;
+    // Not events: garbage, and a well-formed header with an unknown fingerprint.
+    let jobs_topic = topics.name(callstream_platform::topics::SCHEDULE_EVENTS);
+    produce_raw(&producer, &jobs_topic, "x", b"not avro", &mut produced).await?;
+    produce_raw(
+        &producer,
+        &jobs_topic,
+        "x",
+        &[0xC3, 0x01, 1, 2, 3, 4, 5, 6, 7, 8, 0],
+        &mut produced,
+    )
+    .await?;
+    produce_all(&producer, &topics, &b, &mut produced).await?;
+    wait_caught_up(
+        &db.pool,
+        &topics,
+        View::ALL,
+        &produced,
+        Duration::from_secs(60),
+    )
+    .await?;
+
+    assert_views(&db, "tenant-a", &xa).await?;
+    assert_views(&db, "tenant-b", &xb).await?;
+    assert_eq!(stats.undecodable.load(Ordering::Relaxed), 2);
+    let _ = stop.send(());
+    task.await??;
+    Ok(())
+}
+
+/// Entry point of the child process the kill test starts and kills; does nothing when run
+/// any other way.
+#[test]
+#[ignore = "started by kill_mid_batch_repeatedly_loses_and_repeats_nothing as a child process"]
+fn child_projection_process() -> Result<()> {
+    if std::env::var_os("CALLSTREAM_PROJECTIONS_CHILD").is_none() {
+        return Ok(());
+    }
+    let rt = tokio::runtime::Runtime::new()?;
+    rt.block_on(async {
+        let mut config = callstream_projections::ProjectionsConfig::from_env()?;
+        config.batch_max_records = 50;
+        config.batch_max_wait = Duration::from_millis(5);
+        config.metadata_interval = Duration::from_millis(300);
+        callstream_projections::run(config, std::future::pending()).await?;
+        Ok(())
+    })
+}
+
+fn start_child(db: &TestDb, topics: &callstream_platform::Topics) -> Result<Child> {
+    Ok(Command::new(std::env::current_exe()?)
+        .args([
+            "--exact",
+            "child_projection_process",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("CALLSTREAM_PROJECTIONS_CHILD", "1")
+        .env("DATABASE_URL", &db.url)
+        .env(
+            "KAFKA_BOOTSTRAP_SERVERS",
+            callstream_e2e::bootstrap_servers(),
+        )
+        .env("CALLSTREAM_TOPIC_PREFIX", &topics.prefix)
+        .env("CALLSTREAM_TOPIC_PARTITIONS", PARTITIONS.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()?)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_mid_batch_repeatedly_loses_and_repeats_nothing() -> Result<()> {
+    let db = TestDb::new().await?;
+    let topics = topics().await?;
+    let producer = callstream_e2e::producer()?;
+    let mut produced = Produced::new();
+    let base = chrono::Utc::now();
+    let mut expected = Vec::new();
+    let mut child = start_child(&db, &topics)?;
+    let mut kills_under_load = 0;
+    for round in 0..6 {
+        let tenant = format!("tenant-{round}");
+        let (events, x) = workload(&tenant, 60, base);
+        let load = {
+            let producer = producer.clone();
+            let topics = topics.clone();
+            tokio::spawn(async move {
+                let mut produced = Produced::new();
+                produce_all(&producer, &topics, &events, &mut produced)
+                    .await
+                    .map(|()| produced)
+            })
+        };
+        // Kill while the load is being applied: once the child has committed something of
+        // this round, at a random moment after.
+        let before = records_taken(&db).await?;
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while records_taken(&db).await? == before && std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let pause = rand::rng().random_range(0..150);
+        tokio::time::sleep(Duration::from_millis(pause)).await;
+        child.kill()?; // SIGKILL
+        if !load.is_finished() {
+            kills_under_load += 1;
+        }
+        child.wait()?;
+        for (tp, offset) in load.await?? {
+            let last = produced.entry(tp).or_insert(offset);
+            *last = (*last).max(offset);
+        }
+        expected.push((tenant, x));
+        child = start_child(&db, &topics)?;
+    }
+    let caught_up = wait_caught_up(
+        &db.pool,
+        &topics,
+        View::ALL,
+        &produced,
+        Duration::from_secs(120),
+    )
+    .await;
+    child.kill()?;
+    child.wait()?;
+    caught_up?;
+    assert!(
+        kills_under_load >= 3,
+        "only {kills_under_load} kills happened under load"
+    );
+    for (tenant, x) in &expected {
+        assert_views(&db, tenant, x).await?;
+    }
+    // Exactly once: every view took each record of each partition once, crashes or not.
+    let rows: Vec<(String, String, i32, i64, i64)> = sqlx::query_as(
+        "SELECT projection, topic, partition, next_offset, records FROM projection_offsets",
+    )
+    .fetch_all(&db.pool)
+    .await?;
+    assert!(!rows.is_empty());
+    for (view, topic, partition, next, records) in rows {
+        // The producer is idempotent, not transactional: offsets are dense.
+        assert_eq!(records, next, "{view} {topic}/{partition}");
+        assert_eq!(
+            Some(&(next - 1)),
+            produced.get(&(topic.clone(), partition)),
+            "{view} {topic}/{partition}"
+        );
+    }
+    Ok(())
+}
+
+async fn records_taken(db: &TestDb) -> Result<i64> {
+    let n: Option<i64> = sqlx::query_scalar("SELECT sum(records)::bigint FROM projection_offsets")
+        .fetch_one(&db.pool)
+        .await?;
+    Ok(n.unwrap_or(0))
+}
