@@ -6,11 +6,11 @@
 //! scheduler must know about is sent to it in the same transaction: a plan
 //! names the job it replaces and the old job names its replacement.
 
-use callstream_domain::calling_window::CampaignWindow;
+use callstream_control::settings::window_to_wire;
 use callstream_domain::timezone::ResolvedZone;
 use callstream_runtime::ProcessError;
-use callstream_schemas::{CallingWindow as WireWindow, JobOrigin, JobState};
-use chrono::{DateTime, Timelike, Utc, Weekday};
+use callstream_schemas::{JobOrigin, JobState};
+use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use crate::config::ContactConfig;
@@ -159,36 +159,4 @@ impl Step<'_, '_> {
         }
         self.plan(new)
     }
-}
-
-const WEEK: [Weekday; 7] = [
-    Weekday::Mon,
-    Weekday::Tue,
-    Weekday::Wed,
-    Weekday::Thu,
-    Weekday::Fri,
-    Weekday::Sat,
-    Weekday::Sun,
-];
-
-/// A campaign window as the schedule request carries it (ISO days, minutes
-/// after midnight; a rule ending at midnight ends at minute 1440).
-pub fn window_to_wire(window: &CampaignWindow) -> Vec<WireWindow> {
-    let minutes = |t: chrono::NaiveTime| (t.hour() * 60 + t.minute()) as i32;
-    window
-        .rules()
-        .iter()
-        .map(|rule| WireWindow {
-            days_of_week: (1..=7)
-                .zip(WEEK)
-                .filter(|(_, d)| rule.days.contains(*d))
-                .map(|(i, _)| i)
-                .collect(),
-            start_minute: minutes(rule.start),
-            end_minute: match minutes(rule.end) {
-                0 => 1440,
-                m => m,
-            },
-        })
-        .collect()
 }

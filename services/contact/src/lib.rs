@@ -22,7 +22,6 @@ pub mod config;
 mod decisions;
 pub mod guards;
 pub mod ids;
-pub mod interim_control;
 mod jobs;
 mod launch;
 mod out;
@@ -35,14 +34,12 @@ use callstream_platform::Topics;
 use callstream_runtime::{Processor, ProcessorSpec};
 
 pub use config::{ContactConfig, ContactTopics, APP_ID, CONTACTS_STORE};
-pub use processor::{ContactProcessor, ControlSource, PAUSE_RECHECK_TIMER};
-pub use settings::{CampaignRules, ControlRead};
+pub use processor::{ContactProcessor, PAUSE_RECHECK_TIMER};
+pub use settings::{ControlRead, ControlSource};
 
 /// The contact processor, reading `control` through the runtime's global table.
 pub fn processor(config: ContactConfig) -> impl Processor {
-    let control = interim_control::GlobalControl {
-        topic: config.topics.control.clone(),
-    };
+    let control = callstream_control::ControlTable::new(config.topics.control.clone());
     ContactProcessor::new(config, control)
 }
 

@@ -18,18 +18,12 @@ use uuid::Uuid;
 use crate::config::{ContactConfig, CONTACTS_STORE};
 use crate::jobs::Step;
 use crate::out::Outbox;
-use crate::settings::ControlRead;
+use crate::settings::ControlSource;
 use crate::state::{Cause, Contact};
 use crate::{calls, commands, launch, snapshot};
 
 /// Name of the wall-clock timer that re-checks jobs held by a pause.
 pub const PAUSE_RECHECK_TIMER: &str = "pause-recheck";
-
-/// Where the processor's settings come from: a reader over the runtime
-/// context of the record being handled.
-pub trait ControlSource: Send + 'static {
-    fn read<'a>(&'a self, ctx: &'a Context<'a>) -> Box<dyn ControlRead + 'a>;
-}
 
 /// The contact processor.
 pub struct ContactProcessor<C> {

@@ -1,26 +1,17 @@
 //! What the contact processor reads from `control`, behind a small trait so
-//! the handlers are plain functions of the settings they were given.
+//! the handlers are plain functions of the settings they were given; the
+//! production reader is `callstream-control`'s typed [`ControlView`].
 //!
 //! Guarantees: every question has an answer (defaults when nothing is
-//! set), and an answer is read at the record being handled, so a change on
-//! `control` applies from the next record on.
+//! set, the safe choice when a value is unreadable: paused), and an answer
+//! is read at the record being handled, so a change on `control` applies
+//! from the next record on.
 
 use std::sync::Arc;
-use std::time::Duration;
 
-use callstream_domain::calling_window::CampaignWindow;
-use callstream_domain::policy::CampaignPolicy;
+use callstream_control::{CampaignConfig, ControlTable, ControlView};
+use callstream_runtime::Context;
 use chrono_tz::Tz;
-
-/// One campaign's settings in force.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CampaignRules {
-    /// When the campaign may call, in the lead's zone (federal hours bound it regardless).
-    pub window: CampaignWindow,
-    pub policy: CampaignPolicy,
-    /// Added to the next opening for a call moved out of its window.
-    pub move_buffer: Duration,
-}
 
 /// The settings the handlers ask about.
 pub trait ControlRead {
@@ -28,9 +19,35 @@ pub trait ControlRead {
     /// `campaign_paused`), or `None`.
     fn pause(&self, tenant: &str, campaign: &str) -> Option<&'static str>;
 
-    /// The settings of `campaign`.
-    fn campaign(&self, tenant: &str, campaign: &str) -> Arc<CampaignRules>;
+    /// The settings of `campaign`: windows, policy, move buffer.
+    fn campaign(&self, tenant: &str, campaign: &str) -> Arc<CampaignConfig>;
 
     /// The tenant's default zone: the last source of a lead's zone.
     fn default_zone(&self, tenant: &str) -> Tz;
+}
+
+impl ControlRead for ControlView<'_> {
+    fn pause(&self, tenant: &str, campaign: &str) -> Option<&'static str> {
+        ControlView::pause(self, tenant, campaign).map(|p| p.reason())
+    }
+
+    fn campaign(&self, tenant: &str, campaign: &str) -> Arc<CampaignConfig> {
+        ControlView::campaign(self, tenant, campaign)
+    }
+
+    fn default_zone(&self, tenant: &str) -> Tz {
+        self.grid(tenant).default_zone
+    }
+}
+
+/// Where the processor's settings come from: a reader over the runtime
+/// context of the record being handled.
+pub trait ControlSource: Send + 'static {
+    fn read<'a>(&'a self, ctx: &'a Context<'a>) -> Box<dyn ControlRead + 'a>;
+}
+
+impl ControlSource for ControlTable {
+    fn read<'a>(&'a self, ctx: &'a Context<'a>) -> Box<dyn ControlRead + 'a> {
+        Box::new(self.view(ctx))
+    }
 }
