@@ -78,7 +78,12 @@ mod tests {
     #[test]
     fn raw_statuses_are_normalised() {
         let cases = [
-            ("twilio", "completed", Some("machine_start"), Some(CallOutcome::Voicemail)),
+            (
+                "twilio",
+                "completed",
+                Some("machine_start"),
+                Some(CallOutcome::Voicemail),
+            ),
             ("twilio", "no-answer", None, Some(CallOutcome::NoAnswer)),
             ("twilio", "ringing", None, None),
             ("twilio", "exploded", None, None),

@@ -162,11 +162,23 @@ impl DetectorConfig {
         let non_negative = [
             ("CALLSTREAM_DETECTOR_GRACE_MS", self.default_grace_ms),
             ("CALLSTREAM_DETECTOR_EARLY_GRACE_MS", self.early_grace_ms),
-            ("CALLSTREAM_DETECTOR_LATE_RETENTION_MS", self.late_retention_ms),
-            ("CALLSTREAM_DETECTOR_CLOSED_RETENTION_MS", self.closed_retention_ms),
-            ("CALLSTREAM_DETECTOR_LAG_TOLERANCE_MS", self.lag_tolerance_ms),
+            (
+                "CALLSTREAM_DETECTOR_LATE_RETENTION_MS",
+                self.late_retention_ms,
+            ),
+            (
+                "CALLSTREAM_DETECTOR_CLOSED_RETENTION_MS",
+                self.closed_retention_ms,
+            ),
+            (
+                "CALLSTREAM_DETECTOR_LAG_TOLERANCE_MS",
+                self.lag_tolerance_ms,
+            ),
             ("CALLSTREAM_DETECTOR_ALERT_QUIET_MS", self.alert_quiet_ms),
-            ("CALLSTREAM_DETECTOR_BUCKET_CLOSE_DELAY_MS", self.bucket_close_delay_ms),
+            (
+                "CALLSTREAM_DETECTOR_BUCKET_CLOSE_DELAY_MS",
+                self.bucket_close_delay_ms,
+            ),
             ("CALLSTREAM_DETECTOR_SETTLE_MS", self.settle_ms),
         ];
         for (name, value) in non_negative {

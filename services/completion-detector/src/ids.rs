@@ -38,7 +38,11 @@ pub fn recovery_failed_exception_id(launch_id: &Uuid) -> Uuid {
 /// One event of an exception case: `change` names what happened to it
 /// (`open`, `resolved`, `ignored`, ...), so each change has its own id.
 pub fn exception_event_id(exception_id: &Uuid, change: &str) -> Uuid {
-    derive(&[b"exception-event", exception_id.as_bytes(), change.as_bytes()])
+    derive(&[
+        b"exception-event",
+        exception_id.as_bytes(),
+        change.as_bytes(),
+    ])
 }
 
 /// The `completion-resolved` event closing a launch's case.

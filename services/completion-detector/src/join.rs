@@ -117,7 +117,10 @@ impl ContactWindows {
 
     /// Records an accepted launch, matching a completion that beat it.
     pub fn add_launch(&mut self, launch: Launch, now_ms: i64) -> Vec<JoinEvent> {
-        let known = self.launches.iter().any(|l| l.launch_id == launch.launch_id)
+        let known = self
+            .launches
+            .iter()
+            .any(|l| l.launch_id == launch.launch_id)
             || self.closed.iter().any(|c| c.launch_id == launch.launch_id);
         if known {
             return vec![JoinEvent::DuplicateLaunch { launch }];

@@ -110,17 +110,29 @@ fn matching_cases() {
     let cases: Vec<(&str, Vec<Step>, Vec<&str>)> = vec![
         (
             "by call id",
-            vec![Launch(launch(1, T0)), Completion(completion(1, 1, None, T0 + 10)), Tick(deadline + 1)],
+            vec![
+                Launch(launch(1, T0)),
+                Completion(completion(1, 1, None, T0 + 10)),
+                Tick(deadline + 1),
+            ],
             vec!["on-time 1"],
         ),
         (
             "by launch id when the call id differs",
-            vec![Launch(launch(1, T0)), Completion(completion(1, 77, Some(1), T0 + 10)), Tick(deadline + 1)],
+            vec![
+                Launch(launch(1, T0)),
+                Completion(completion(1, 77, Some(1), T0 + 10)),
+                Tick(deadline + 1),
+            ],
             vec!["on-time 1"],
         ),
         (
             "completion first, launch within the grace",
-            vec![Completion(completion(1, 1, Some(1), T0)), Launch(launch(1, T0 + 20)), Tick(deadline + 100)],
+            vec![
+                Completion(completion(1, 1, Some(1), T0)),
+                Launch(launch(1, T0 + 20)),
+                Tick(deadline + 100),
+            ],
             vec!["on-time 1"],
         ),
         (
@@ -147,12 +159,19 @@ fn matching_cases() {
         ),
         (
             "late completion resolves the missing case",
-            vec![Launch(launch(1, T0)), Tick(deadline), Completion(completion(1, 1, Some(1), deadline + 5))],
+            vec![
+                Launch(launch(1, T0)),
+                Tick(deadline),
+                Completion(completion(1, 1, Some(1), deadline + 5)),
+            ],
             vec!["missing 1", "late 1"],
         ),
         (
             "a completion arriving after the deadline is late even before any tick",
-            vec![Launch(launch(1, T0)), Completion(completion(1, 1, Some(1), deadline + 5))],
+            vec![
+                Launch(launch(1, T0)),
+                Completion(completion(1, 1, Some(1), deadline + 5)),
+            ],
             vec!["missing 1", "late 1"],
         ),
         (
@@ -177,17 +196,29 @@ fn matching_cases() {
         ),
         (
             "a waiting completion the window holds is matched at the deadline",
-            vec![Launch(launch(1, T0)), Completion(completion(1, 99, None, deadline - 10)), Tick(deadline)],
+            vec![
+                Launch(launch(1, T0)),
+                Completion(completion(1, 99, None, deadline - 10)),
+                Tick(deadline),
+            ],
             vec!["on-time 1"],
         ),
         (
             "a re-sent launch is not tracked twice",
-            vec![Launch(launch(1, T0)), Launch(launch(1, T0 + 1)), Tick(deadline)],
+            vec![
+                Launch(launch(1, T0)),
+                Launch(launch(1, T0 + 1)),
+                Tick(deadline),
+            ],
             vec!["duplicate-launch", "missing 1"],
         ),
         (
             "a missing launch is forgotten after the late retention",
-            vec![Launch(launch(1, T0)), Tick(deadline), Tick(deadline + S.late_retention_ms)],
+            vec![
+                Launch(launch(1, T0)),
+                Tick(deadline),
+                Tick(deadline + S.late_retention_ms),
+            ],
             vec!["missing 1", "expired 1"],
         ),
     ];
@@ -252,8 +283,13 @@ fn state_empties_once_everything_is_forgotten() {
 fn arb_step() -> impl Strategy<Value = Step> {
     prop_oneof![
         (0u128..4, 0i64..3_000).prop_map(|(n, at)| Step::Launch(launch(n, T0 + at))),
-        (0u128..5, proptest::option::of(0u128..5), 0i64..3_000, any::<bool>()).prop_map(
-            |(call, named, at, recovery)| {
+        (
+            0u128..5,
+            proptest::option::of(0u128..5),
+            0i64..3_000,
+            any::<bool>()
+        )
+            .prop_map(|(call, named, at, recovery)| {
                 // One event id per content, as a real duplicate has.
                 let e = call * 10 + named.map_or(9, |n| n) + u128::from(recovery) * 100;
                 let mut c = completion(e, call, named, T0 + at);
@@ -261,8 +297,7 @@ fn arb_step() -> impl Strategy<Value = Step> {
                     c.source = CallEventSource::Recovery;
                 }
                 Step::Completion(c)
-            }
-        ),
+            }),
         (0i64..4_000).prop_map(|t| Step::Tick(T0 + t)),
     ]
 }

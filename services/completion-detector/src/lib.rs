@@ -26,6 +26,7 @@ pub mod monitor;
 mod monitor_io;
 mod processor;
 pub mod state;
+pub mod testkit;
 pub mod window;
 
 use callstream_platform::topics::{self, TopicKind, TopicSpec, Topics};

@@ -43,11 +43,11 @@ impl Detector {
             Some(counts) => counts,
             None => {
                 let control = self.names.control.clone();
-                let tenant = self.windows.tenant_window(
-                    &launch.tenant_id,
-                    self.default_window(),
-                    |k| ctx.global(&control, k.as_bytes()),
-                );
+                let tenant =
+                    self.windows
+                        .tenant_window(&launch.tenant_id, self.default_window(), |k| {
+                            ctx.global(&control, k.as_bytes())
+                        });
                 let delay = self
                     .config
                     .bucket_close_delay_ms
@@ -175,9 +175,7 @@ impl Detector {
         if let Some(change) = change {
             let (alert_id, rate, status) = match change {
                 AlertChange::Raised { alert_id, rate } => (alert_id, rate, AlertStatus::Raised),
-                AlertChange::Resolved { alert_id, rate } => {
-                    (alert_id, rate, AlertStatus::Resolved)
-                }
+                AlertChange::Resolved { alert_id, rate } => (alert_id, rate, AlertStatus::Resolved),
             };
             tracing::warn!(tenant = %tenant, %alert_id, status = %status, rate, "delivery alert");
             let event = emit::alert(AlertFacts {

@@ -138,12 +138,11 @@ impl Detector {
         }
         let control = self.names.control.clone();
         let default = self.default_window();
-        let window = self.windows.window(
-            &launch.tenant_id,
-            &launch.campaign_id,
-            default,
-            |key| ctx.global(&control, key.as_bytes()),
-        );
+        let window = self
+            .windows
+            .window(&launch.tenant_id, &launch.campaign_id, default, |key| {
+                ctx.global(&control, key.as_bytes())
+            });
         let accepted = Launch {
             launch_id: launch.launch_id,
             job_id: launch.job_id,

@@ -6,7 +6,7 @@
 //! duplicate completion matches nothing twice.
 //!
 //! Layout (version 1): `u8 version`, the contact's tenant, then three
-//! counted lists. A launch whose tenant equals the contact's stores a zero
+//! counted lists. A launch whose tenant equals the contact's stores one zero
 //! byte instead of the name; providers `twilio` and `json` are one byte;
 //! times are zigzag varints. A typical open launch takes about 140 bytes.
 
@@ -174,18 +174,25 @@ fn read_provider(r: &mut Reader<'_>) -> Result<String, CodecError> {
     }
 }
 
-/// A tenant that equals the contact's is stored as an empty string.
+/// A tenant that equals the contact's is stored as one zero byte.
 fn write_tenant(w: &mut Writer, contact_tenant: &str, tenant: &str) {
-    w.str(if tenant == contact_tenant { "" } else { tenant });
+    if tenant == contact_tenant {
+        w.u8(0);
+    } else {
+        w.u8(1);
+        w.str(tenant);
+    }
 }
 
 fn read_tenant(r: &mut Reader<'_>, contact_tenant: &str) -> Result<String, CodecError> {
-    let tenant = r.string()?;
-    Ok(if tenant.is_empty() {
-        contact_tenant.to_string()
-    } else {
-        tenant
-    })
+    match r.u8()? {
+        0 => Ok(contact_tenant.to_string()),
+        1 => r.string(),
+        tag => Err(CodecError::UnknownTag {
+            what: "tenant",
+            tag,
+        }),
+    }
 }
 
 fn count(r: &mut Reader<'_>) -> Result<usize, CodecError> {

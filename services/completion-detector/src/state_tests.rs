@@ -25,8 +25,18 @@ fn arb_uuid() -> impl Strategy<Value = Uuid> {
 
 fn arb_launch() -> impl Strategy<Value = Launch> {
     (
-        (arb_uuid(), arb_uuid(), arb_uuid(), proptest::option::of(arb_uuid())),
-        ("[a-z0-9-]{0,12}", "[a-z0-9-]{0,12}", "twilio|json|[a-z]{0,8}", "[A-Za-z0-9]{0,40}"),
+        (
+            arb_uuid(),
+            arb_uuid(),
+            arb_uuid(),
+            proptest::option::of(arb_uuid()),
+        ),
+        (
+            "[a-z0-9-]{0,12}",
+            "[a-z0-9-]{0,12}",
+            "twilio|json|[a-z]{0,8}",
+            "[A-Za-z0-9]{0,40}",
+        ),
         (any::<i64>(), any::<i64>(), any::<i64>(), 0u8..4),
     )
         .prop_map(|((l, j, e, c), (t, camp, p, call), (at, w, g, m))| Launch {
@@ -47,8 +57,18 @@ fn arb_launch() -> impl Strategy<Value = Launch> {
 
 fn arb_completion() -> impl Strategy<Value = Completion> {
     (
-        (arb_uuid(), "[a-z0-9-]{0,12}", "[A-Za-z0-9]{0,40}", proptest::option::of(arb_uuid())),
-        (any::<i64>(), any::<i64>(), 0u8..3, 0..CallOutcome::ALL.len()),
+        (
+            arb_uuid(),
+            "[a-z0-9-]{0,12}",
+            "[A-Za-z0-9]{0,40}",
+            proptest::option::of(arb_uuid()),
+        ),
+        (
+            any::<i64>(),
+            any::<i64>(),
+            0u8..3,
+            0..CallOutcome::ALL.len(),
+        ),
     )
         .prop_map(|((e, t, call, l), (o, a, s, out))| Completion {
             event_id: e,
