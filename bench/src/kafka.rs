@@ -12,7 +12,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context, Result};
 use callstream_platform::admin;
-use callstream_platform::topics::{TopicKind, Topics};
+pub use callstream_platform::topics::TopicKind;
+use callstream_platform::topics::Topics;
 use callstream_platform::KafkaSettings;
 use rdkafka::admin::AdminOptions;
 use rdkafka::consumer::{BaseConsumer, Consumer};
@@ -41,16 +42,19 @@ fn block_on<F: std::future::Future>(future: F) -> Result<F::Output> {
     Ok(runtime.block_on(future))
 }
 
-/// Creates event topics (delete policy) with `partitions` partitions.
-pub fn create_topics(settings: &KafkaSettings, names: &[&str], partitions: i32) -> Result<()> {
+/// Creates topics of one kind with `partitions` partitions, as the design's
+/// topics are made (`Events`: delete policy; `Table`: compacted).
+pub fn create_topics(
+    settings: &KafkaSettings,
+    names: &[&str],
+    kind: TopicKind,
+    partitions: i32,
+) -> Result<()> {
     let topics = Topics {
         partitions,
         ..Topics::default()
     };
-    let specs: Vec<_> = names
-        .iter()
-        .map(|name| topics.spec(name, TopicKind::Events))
-        .collect();
+    let specs: Vec<_> = names.iter().map(|name| topics.spec(name, kind)).collect();
     let report = block_on(admin::ensure_topics(settings, &specs))?
         .with_context(|| format!("creating topics {names:?}"))?;
     if !report.differences.is_empty() {

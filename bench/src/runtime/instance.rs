@@ -109,6 +109,14 @@ impl Instance {
         Ok(())
     }
 
+    /// Mean time of a commit so far (changelog writes, offsets, commit), ms.
+    pub fn mean_commit_ms(&self) -> Option<f64> {
+        let text = self.metrics.encode();
+        let sum = sample(&text, "commit_latency_seconds_sum")?;
+        let count = sample(&text, "commit_latency_seconds_count")?;
+        (count > 0.0).then(|| sum / count * 1000.0)
+    }
+
     /// Stops the processor (its open transaction commits) and waits for it.
     pub fn stop(mut self) -> Result<()> {
         self.shutdown.store(true, Ordering::SeqCst);
@@ -133,5 +141,54 @@ impl Drop for Instance {
         if let Err(error) = self.join() {
             tracing::warn!(%error, "processor stopped with an error");
         }
+    }
+}
+
+/// The value of the runtime sample `callstream_runtime_<name>` in the
+/// Prometheus text exposition (as a scraper would read it: the histogram's
+/// sum and count are not readable otherwise outside tests).
+pub fn sample(text: &str, name: &str) -> Option<f64> {
+    let full = format!("callstream_runtime_{name}");
+    text.lines().find_map(|line| {
+        let rest = line.strip_prefix(&full)?;
+        // `name{labels} value` or `name value`; not a longer name with this prefix.
+        let rest = match rest.strip_prefix('{') {
+            Some(labelled) => &labelled[labelled.find('}')? + 1..],
+            None => rest,
+        };
+        rest.strip_prefix(' ')?.trim().parse().ok()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn samples_are_read_by_exact_name() {
+        let text = "# HELP x\n\
+            callstream_runtime_restore_seconds_sum{app=\"a\"} 1.5\n\
+            callstream_runtime_restore_seconds_count{app=\"a\"} 2\n\
+            callstream_runtime_restored_records_total 7\n";
+        let cases = [
+            ("restore_seconds_sum", Some(1.5)),
+            ("restore_seconds_count", Some(2.0)),
+            ("restored_records_total", Some(7.0)),
+            ("restore_seconds", None),
+            ("missing", None),
+        ];
+        for (name, expected) in cases {
+            assert_eq!(sample(text, name), expected, "{name}");
+        }
+    }
+
+    #[test]
+    fn runtime_metrics_expose_the_restore_histogram() {
+        let metrics = callstream_runtime::RuntimeMetrics::new("app");
+        metrics.restore_seconds.observe(0.25);
+        metrics.restore_seconds.observe(0.5);
+        let text = metrics.encode();
+        assert_eq!(sample(&text, "restore_seconds_sum"), Some(0.75));
+        assert_eq!(sample(&text, "restore_seconds_count"), Some(2.0));
     }
 }

@@ -22,7 +22,7 @@ use rdkafka::message::Message;
 use rdkafka::producer::{BaseRecord, DefaultProducerContext, ThreadedProducer};
 use tracing::{info, warn};
 
-use crate::kafka::{committed_reader, create_topics, now_micros};
+use crate::kafka::{committed_reader, create_topics, now_micros, TopicKind};
 use crate::report::Summary;
 use crate::runtime::instance::{Instance, Mode, Names};
 
@@ -39,6 +39,7 @@ pub struct Pace {
 pub struct Latency {
     pub summary: Summary,
     pub sent: u64,
+    pub mean_commit_ms: Option<f64>,
 }
 
 const KEYS: u64 = 10_000;
@@ -46,7 +47,12 @@ const KEYS: u64 = 10_000;
 const TAIL: Duration = Duration::from_secs(30);
 
 pub fn measure(settings: &KafkaSettings, names: &Names, mode: Mode, pace: Pace) -> Result<Latency> {
-    create_topics(settings, &[&names.input, &names.output], pace.partitions)?;
+    create_topics(
+        settings,
+        &[&names.input, &names.output],
+        TopicKind::Events,
+        pace.partitions,
+    )?;
     let reader = committed_reader(settings, &names.output, pace.partitions, 10)?;
     let mut instance = Instance::start(settings, names, mode)?;
     let producer: ThreadedProducer<DefaultProducerContext> = settings
@@ -91,10 +97,15 @@ pub fn measure(settings: &KafkaSettings, names: &Names, mode: Mode, pace: Pace) 
             );
         }
     }
+    let mean_commit_ms = instance.mean_commit_ms();
     instance.stop()?;
     let sent = sent.unwrap_or_default();
     let summary = Summary::of(samples).ok_or_else(|| anyhow!("no latency samples"))?;
-    Ok(Latency { summary, sent })
+    Ok(Latency {
+        summary,
+        sent,
+        mean_commit_ms,
+    })
 }
 
 /// Reads the outputs that are there; notes warm-up ones (the pipeline is

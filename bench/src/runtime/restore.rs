@@ -1,11 +1,12 @@
-//! Restore: a fresh instance of an app whose counts store holds `keys`
-//! distinct keys (the exactly-once throughput run leaves exactly that in its
-//! changelog, in the runtime's own format) rebuilds the store before it
-//! handles anything.
+//! Restore: the counts store's changelog is filled with `keys` distinct keys
+//! in the runtime's own format (key = store key, value = the count as 8
+//! big-endian bytes, each key in the partition its input key hashes to, by
+//! the same `murmur2_random` partitioner), then a fresh instance of the app
+//! starts and rebuilds the store before it handles anything.
 //!
 //! The rate is keys over the runtime's own restore time (its
 //! `restore_seconds` metric, the seconds of the "restore finished" log line:
-//! watermarks, reading every changelog partition to its end, installing the
+//! watermarks, reading every changelog partition to its end, building the
 //! store). Start-up before it (topic checks, `init_transactions`, group join)
 //! is reported apart, as `start_to_restored_seconds`.
 
@@ -15,13 +16,14 @@ use anyhow::{bail, Result};
 use callstream_platform::KafkaSettings;
 use tracing::info;
 
-use crate::runtime::instance::{Instance, Mode, Names};
+use crate::kafka::{create_topics, preload, TopicKind};
+use crate::runtime::instance::{sample, Instance, Mode, Names};
 
 #[derive(Debug, Clone, Copy)]
 pub struct Restore {
     pub keys: u64,
-    /// Changelog records read (the counts store, plus the stream-time
-    /// entries of the internal timer store).
+    /// Changelog records read (the counts store, plus the internal timer
+    /// store's, empty here).
     pub records: u64,
     /// The runtime's restore time, summed over restores (one per assignment).
     pub seconds: f64,
@@ -44,8 +46,21 @@ pub fn measure(
     names: &Names,
     mode: Mode,
     keys: u64,
+    partitions: i32,
     timeout: Duration,
 ) -> Result<Restore> {
+    create_topics(settings, &[&names.input], TopicKind::Events, partitions)?;
+    let changelog = names.counts_changelog();
+    create_topics(settings, &[&changelog], TopicKind::Table, partitions)?;
+    info!(%changelog, keys, "filling the changelog");
+    let fill = preload(settings, &changelog, keys, |i, key, value| {
+        key.extend_from_slice(format!("k{i}").as_bytes());
+        value.extend_from_slice(&(i % 100 + 1).to_be_bytes());
+    })?;
+    info!(
+        seconds = fill.as_secs_f64(),
+        "changelog filled; starting a fresh instance"
+    );
     let started = Instant::now();
     let mut instance = Instance::start(settings, names, mode)?;
     let metrics = instance.metrics.clone();
@@ -79,54 +94,5 @@ pub fn measure(
             bail!("restored {records} of {keys} keys in {timeout:?}");
         }
         std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
-/// The value of the runtime sample `callstream_runtime_<name>` in the
-/// Prometheus text exposition (as a scraper would read it: the histogram's
-/// sum and count are not readable otherwise outside tests).
-fn sample(text: &str, name: &str) -> Option<f64> {
-    let full = format!("callstream_runtime_{name}");
-    text.lines().find_map(|line| {
-        let rest = line.strip_prefix(&full)?;
-        // `name{labels} value` or `name value`; not a longer name with this prefix.
-        let rest = match rest.strip_prefix('{') {
-            Some(labelled) => &labelled[labelled.find('}')? + 1..],
-            None => rest,
-        };
-        rest.strip_prefix(' ')?.trim().parse().ok()
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn samples_are_read_by_exact_name() {
-        let text = "# HELP x\n\
-            callstream_runtime_restore_seconds_sum{app=\"a\"} 1.5\n\
-            callstream_runtime_restore_seconds_count{app=\"a\"} 2\n\
-            callstream_runtime_restored_records_total 7\n";
-        let cases = [
-            ("restore_seconds_sum", Some(1.5)),
-            ("restore_seconds_count", Some(2.0)),
-            ("restored_records_total", Some(7.0)),
-            ("restore_seconds", None),
-            ("missing", None),
-        ];
-        for (name, expected) in cases {
-            assert_eq!(sample(text, name), expected, "{name}");
-        }
-    }
-
-    #[test]
-    fn runtime_metrics_expose_the_restore_histogram() {
-        let metrics = callstream_runtime::RuntimeMetrics::new("app");
-        metrics.restore_seconds.observe(0.25);
-        metrics.restore_seconds.observe(0.5);
-        let text = metrics.encode();
-        assert_eq!(sample(&text, "restore_seconds_sum"), Some(0.75));
-        assert_eq!(sample(&text, "restore_seconds_count"), Some(2.0));
     }
 }

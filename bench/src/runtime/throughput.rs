@@ -19,7 +19,7 @@ use rdkafka::consumer::BaseConsumer;
 use tracing::{info, warn};
 
 use crate::cpu::Usage;
-use crate::kafka::{committed_reader, create_topics, preload};
+use crate::kafka::{committed_reader, create_topics, preload, TopicKind};
 use crate::runtime::instance::{Instance, Mode, Names};
 
 /// What one throughput measurement found.
@@ -34,6 +34,7 @@ pub struct Throughput {
     /// Outputs the reader saw, waiting a little past N for duplicates.
     pub outputs: u64,
     pub commits: u64,
+    pub mean_commit_ms: Option<f64>,
     /// CPU used during the measurement.
     pub cpu: Usage,
 }
@@ -66,7 +67,12 @@ pub fn measure(
     mode: Mode,
     load: Load,
 ) -> Result<Throughput> {
-    create_topics(settings, &[&names.input, &names.output], load.partitions)?;
+    create_topics(
+        settings,
+        &[&names.input, &names.output],
+        TopicKind::Events,
+        load.partitions,
+    )?;
     info!(topic = %names.input, records = load.records, keys = load.keys, "preloading");
     let took = preload(settings, &names.input, load.records, |i, key, value| {
         // Writing into a Vec cannot fail.
@@ -119,6 +125,7 @@ pub fn measure(
         seen += read_some(&reader, Duration::from_millis(50));
     }
     let commits = instance.metrics.commits.get();
+    let mean_commit_ms = instance.mean_commit_ms();
     instance.stop()?;
     let first = first.unwrap_or(started);
     let result = Throughput {
@@ -127,6 +134,7 @@ pub fn measure(
         startup_seconds: first.duration_since(started).as_secs_f64(),
         outputs: seen,
         commits,
+        mean_commit_ms,
         cpu,
     };
     if result.outputs != result.records {
