@@ -1,0 +1,158 @@
+//! The effect ledger: one entry per launch id in the `launches` store,
+//! written in the same transaction as every step it records. Its phase says
+//! what the world may look like: `Dispatching` means a create request may be
+//! on its way (so after a crash it is looked up, never re-sent blindly);
+//! `Done` is final.
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use callstream_schemas::LaunchCommand;
+
+/// The store the ledger lives in.
+pub const LAUNCHES_STORE: &str = "launches";
+
+/// What the dispatcher keeps of a launch command.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Launch {
+    pub launch_id: Uuid,
+    /// The command's event id: the causation of everything emitted for it.
+    pub command_id: Uuid,
+    pub correlation_id: Option<Uuid>,
+    pub traceparent: Option<String>,
+    pub tenant_id: String,
+    pub job_id: Uuid,
+    pub contact_id: String,
+    pub campaign_id: String,
+    pub to: String,
+    pub from: Option<String>,
+    /// The provider adapter the command asked for (`None`: the default).
+    pub provider: Option<String>,
+    /// Do not dial after this (ms since the epoch).
+    pub expires_at_ms: Option<i64>,
+}
+
+impl Launch {
+    pub fn from_command(command: &LaunchCommand, traceparent: Option<String>) -> Self {
+        Self {
+            launch_id: command.launch_id,
+            command_id: command.event_id,
+            correlation_id: command.correlation_id,
+            traceparent,
+            tenant_id: command.tenant_id.clone(),
+            job_id: command.job_id,
+            contact_id: command.contact_id.clone(),
+            campaign_id: command.campaign_id.clone(),
+            to: command.to_number.clone(),
+            from: command.from_number.clone(),
+            provider: command.provider.clone(),
+            expires_at_ms: command.expires_at.map(|t| t.timestamp_millis()),
+        }
+    }
+
+    /// The store key (and effect key) of the launch.
+    pub fn key(&self) -> Vec<u8> {
+        key_of(&self.launch_id)
+    }
+}
+
+pub fn key_of(launch_id: &Uuid) -> Vec<u8> {
+    launch_id.as_hyphenated().to_string().into_bytes()
+}
+
+/// Where a launch stands.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "phase", rename_all = "snake_case")]
+pub enum Phase {
+    /// Create request `seq` handed to the effect runner; it may be on its
+    /// way. The step timer reconciles if no answer comes.
+    Dispatching { seq: u32 },
+    /// A transient failure: the step timer sends the next attempt.
+    RetryWait,
+    /// Lookup `seq` handed to the effect runner; the step timer asks again
+    /// if no answer comes.
+    Reconciling { seq: u32 },
+    /// Waiting before the next lookup (after an ambiguous answer, to let the
+    /// provider settle, or after a failed lookup).
+    LookupWait,
+    /// Final. The step timer, if set, forgets the entry after the retention.
+    Done { outcome: Outcome },
+}
+
+/// How a launch ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum Outcome {
+    Accepted { call_id: String, reconciled: bool },
+    Failed { failure: Failure },
+    Shadow,
+}
+
+/// Why a launch failed, and what kind of case it opens.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Failure {
+    /// Machine-readable, e.g. `http_400`, `expired`, `http_503`.
+    pub reason: String,
+    pub detail: Option<String>,
+    pub kind: FailureKind,
+}
+
+/// Whose problem a failure is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureKind {
+    /// The launch cannot be placed as asked (refused, expired, bad number):
+    /// no call was made.
+    Launch,
+    /// The provider kept failing: no call was made.
+    Provider,
+    /// Reconciliation could not tell whether a call was made: a person
+    /// must look.
+    Unresolved,
+}
+
+/// One launch's ledger entry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Entry {
+    pub launch: Launch,
+    pub phase: Phase,
+    /// Create requests that were (or may have been) sent.
+    pub attempts: u32,
+    /// Lookups in the current reconciliation.
+    pub lookups: u32,
+    /// Numbers every effect request; replies name theirs.
+    pub seq: u32,
+    /// When the first create request was handed over (ms since the epoch).
+    pub requested_at_ms: Option<i64>,
+    /// Whether an `ambiguous` call-launch went out already (at most one).
+    pub ambiguous_emitted: bool,
+    /// The last transient failure, for the reason of an eventual `failed`.
+    pub last_error: Option<(String, Option<String>)>,
+}
+
+impl Entry {
+    pub fn new(launch: Launch) -> Self {
+        Self {
+            launch,
+            phase: Phase::RetryWait,
+            attempts: 0,
+            lookups: 0,
+            seq: 0,
+            requested_at_ms: None,
+            ambiguous_emitted: false,
+            last_error: None,
+        }
+    }
+
+    pub fn is_done(&self) -> bool {
+        matches!(self.phase, Phase::Done { .. })
+    }
+
+    pub fn encode(&self) -> Vec<u8> {
+        serde_json::to_vec(self).unwrap_or_default()
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<Self, serde_json::Error> {
+        serde_json::from_slice(bytes)
+    }
+}

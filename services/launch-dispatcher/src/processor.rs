@@ -1,0 +1,222 @@
+//! The dispatcher as a runtime processor: decodes launch commands, feeds
+//! commands, due step timers and effect replies to the state machine, and
+//! applies each [`Step`] to the context, so the ledger entry, the emitted
+//! records, the step timer and the effect request of one step commit
+//! together or not at all. The create request itself leaves only after
+//! that commit (the runtime's effect contract): `dispatching` is durable
+//! before the provider hears of the call.
+
+use callstream_runtime::{
+    Context, EffectResult, ProcessError, Processor, Record, TimeDomain, Timer, TimerHandle,
+};
+use callstream_schemas::{Event, LaunchCommand};
+use tracing::{debug, error, info, warn};
+
+use crate::config::DispatchPolicy;
+use crate::control::shadow_mode;
+use crate::events::{self, LaunchReport, OutputTopics};
+use crate::ledger::{key_of, Entry, Launch, Outcome, LAUNCHES_STORE};
+use crate::machine::{self, Env, Notice, Step, Store, TimerChange};
+use crate::wire::EffectReply;
+
+/// The one timer per launch: its meaning follows the phase (reconcile a
+/// lost answer, send the next attempt, look again, forget the entry).
+pub const STEP_TIMER: &str = "step";
+
+/// The launch dispatcher processor.
+#[derive(Debug, Clone)]
+pub struct LaunchDispatcher {
+    pub policy: DispatchPolicy,
+    pub topics: OutputTopics,
+    /// Physical name of the `control` global table.
+    pub control_topic: String,
+    /// The provider adapter's name (`twilio`).
+    pub provider: &'static str,
+    /// Whether the adapter has a default caller id.
+    pub has_default_from: bool,
+}
+
+impl LaunchDispatcher {
+    fn env(&self, ctx: &Context<'_>, launch: &Launch) -> Env<'_> {
+        Env {
+            now_ms: ctx.wall_clock_ms(),
+            shadow: shadow_mode(
+                ctx,
+                &self.control_topic,
+                &launch.tenant_id,
+                &launch.campaign_id,
+            ),
+            policy: &self.policy,
+            provider: self.provider,
+            has_default_from: self.has_default_from,
+        }
+    }
+
+    fn load(&self, ctx: &Context<'_>, key: &[u8]) -> Result<Option<Entry>, ProcessError> {
+        match ctx.get(LAUNCHES_STORE, key) {
+            None => Ok(None),
+            Some(bytes) => Entry::decode(bytes)
+                .map(Some)
+                .map_err(|e| ProcessError::Invalid(format!("ledger entry does not decode: {e}"))),
+        }
+    }
+
+    fn apply(&self, ctx: &mut Context<'_>, key: Vec<u8>, step: Step) -> Result<(), ProcessError> {
+        let now = ctx.wall_clock_ms();
+        let Step {
+            store,
+            notices,
+            effect,
+            timer,
+            ignored,
+        } = step;
+        if let Some(why) = ignored {
+            if why.starts_with("SECOND CALL") {
+                error!(launch = %String::from_utf8_lossy(&key), "{why}");
+            } else if !why.is_empty() {
+                debug!(launch = %String::from_utf8_lossy(&key), "{why}");
+            }
+        }
+        let entry = match store {
+            Store::Keep => None,
+            Store::Delete => {
+                ctx.delete(LAUNCHES_STORE, key.clone());
+                None
+            }
+            Store::Put(entry) => {
+                ctx.put(LAUNCHES_STORE, key.clone(), entry.encode());
+                Some(*entry)
+            }
+        };
+        if let Some(entry) = &entry {
+            for notice in &notices {
+                self.emit(ctx, entry, notice, now)?;
+            }
+            if let Some(effect) = effect {
+                let id = format!("{}/{}", entry.launch.launch_id, entry.seq);
+                ctx.request_effect(key.clone(), id, effect.encode());
+            }
+        }
+        if let TimerChange::Set(due) = timer {
+            ctx.set_timer(TimeDomain::WallClock, STEP_TIMER, key, due, []);
+        }
+        Ok(())
+    }
+
+    fn emit(
+        &self,
+        ctx: &mut Context<'_>,
+        entry: &Entry,
+        notice: &Notice,
+        now: i64,
+    ) -> Result<(), ProcessError> {
+        let encode = |e: callstream_schemas::EncodeError| ProcessError::Invalid(e.to_string());
+        let launch = &entry.launch;
+        match notice {
+            Notice::Final(outcome) => {
+                let report = LaunchReport::of(outcome);
+                info!(launch = %launch.launch_id, contact = %launch.contact_id,
+                    status = %report.status, reason = report.reason.unwrap_or_default(),
+                    reconciled = report.reconciled, attempts = entry.attempts, "launch finished");
+                let record = events::call_launch(&self.topics, self.provider, entry, &report, now)
+                    .map_err(encode)?;
+                ctx.emit(record);
+                if let Outcome::Failed { failure } = outcome {
+                    ctx.emit(events::exception(&self.topics, entry, failure, now).map_err(encode)?);
+                }
+            }
+            Notice::Ambiguous { reason, detail } => {
+                warn!(launch = %launch.launch_id, contact = %launch.contact_id, %reason,
+                    "launch ambiguous; reconciling at the provider");
+                let report = LaunchReport {
+                    status: callstream_schemas::LaunchStatus::Ambiguous,
+                    call_id: None,
+                    reconciled: false,
+                    reason: Some(reason),
+                    detail: detail.as_deref(),
+                };
+                let record = events::call_launch(&self.topics, self.provider, entry, &report, now)
+                    .map_err(encode)?;
+                ctx.emit(record);
+            }
+            Notice::Reconciled { detail } => {
+                info!(launch = %launch.launch_id, %detail, "reconciled");
+                ctx.emit(events::reconciled(&self.topics, entry, detail, now).map_err(encode)?);
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Processor for LaunchDispatcher {
+    fn process(&mut self, ctx: &mut Context<'_>, record: &Record) -> Result<(), ProcessError> {
+        let value = record
+            .value
+            .as_deref()
+            .ok_or_else(|| ProcessError::Decode("a launch command without a value".into()))?;
+        let command =
+            LaunchCommand::decode(value).map_err(|e| ProcessError::Decode(e.to_string()))?;
+        let traceparent = record
+            .headers
+            .get_str(callstream_runtime::header::TRACEPARENT)
+            .map(str::to_owned);
+        let launch = Launch::from_command(&command, traceparent);
+        let key = launch.key();
+        let existing = self.load(ctx, &key)?;
+        let env = self.env(ctx, &launch);
+        let step = machine::on_command(existing, launch, &env);
+        self.apply(ctx, key, step)
+    }
+
+    fn on_timer(&mut self, ctx: &mut Context<'_>, timer: &Timer) -> Result<(), ProcessError> {
+        if timer.handle.name != STEP_TIMER {
+            return Ok(());
+        }
+        let key = timer.handle.key.clone();
+        let Some(entry) = self.load(ctx, &key)? else {
+            return Ok(());
+        };
+        let env = self.env(ctx, &entry.launch);
+        let step = machine::on_timer(entry, &env);
+        self.apply(ctx, key, step)
+    }
+
+    fn on_effect(
+        &mut self,
+        ctx: &mut Context<'_>,
+        result: &EffectResult,
+    ) -> Result<(), ProcessError> {
+        let key = result.request.key.clone();
+        let reply = match EffectReply::decode(&result.payload) {
+            Ok(reply) => reply,
+            Err(e) => {
+                // The step timer reconciles; nothing is lost by ignoring it.
+                warn!(id = %result.request.id, error = %e, "unreadable effect reply ignored");
+                return Ok(());
+            }
+        };
+        let entry = match self.load(ctx, &key) {
+            Ok(Some(entry)) => entry,
+            Ok(None) => {
+                debug!(id = %result.request.id, "reply for a forgotten launch");
+                return Ok(());
+            }
+            Err(e) => {
+                error!(id = %result.request.id, error = %e, "reply for an unreadable entry");
+                return Ok(());
+            }
+        };
+        let env = self.env(ctx, &entry.launch);
+        let step = machine::on_reply(entry, reply, &env);
+        self.apply(ctx, key, step)
+    }
+}
+
+/// The step timer of a launch (for tests and tools).
+pub fn step_timer(launch_id: &uuid::Uuid) -> TimerHandle {
+    TimerHandle {
+        domain: TimeDomain::WallClock,
+        name: STEP_TIMER.into(),
+        key: key_of(launch_id),
+    }
+}

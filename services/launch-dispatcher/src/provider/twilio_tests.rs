@@ -1,0 +1,205 @@
+//! The adapter's pure parts: the form it posts, the callback URL (checked
+//! against the gateway's own Twilio parser and signature verifier) and how
+//! answers are classified.
+
+use super::*;
+use std::collections::BTreeMap;
+use uuid::Uuid;
+
+fn callbacks() -> CallbackConfig {
+    CallbackConfig {
+        base_url: "https://hooks.example.com".into(),
+        default_integration: "tw-default".into(),
+        integrations: BTreeMap::from([("acme".to_owned(), "tw-acme".to_owned())]),
+    }
+}
+
+fn config() -> TwilioConfig {
+    TwilioConfig {
+        base_url: "http://127.0.0.1:1".into(),
+        account_sid: "AC1".into(),
+        auth_token: "token".into(),
+        default_from: Some("+15550009999".into()),
+        instructions: Instructions::Twiml("<Response/>".into()),
+        machine_detection: Some("Enable".into()),
+    }
+}
+
+fn call() -> CreateCall {
+    CreateCall {
+        launch_id: Uuid::from_u128(0xabc),
+        tenant_id: "acme".into(),
+        contact_id: "c 1&2".into(),
+        campaign_id: "enrol".into(),
+        to: "+15551230000".into(),
+        from: None,
+    }
+}
+
+#[test]
+fn the_form_carries_everything_twilio_needs() {
+    let body = create_form(&config(), &callbacks(), &call());
+    let pairs: Vec<(String, String)> = form_urlencoded::parse(body.as_bytes())
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect();
+    let get = |name: &str| -> Vec<&str> {
+        pairs
+            .iter()
+            .filter(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+            .collect()
+    };
+    assert_eq!(get("To"), ["+15551230000"]);
+    assert_eq!(get("From"), ["+15550009999"], "the default caller id");
+    assert_eq!(get("Twiml"), ["<Response/>"]);
+    assert_eq!(get("MachineDetection"), ["Enable"]);
+    assert_eq!(get("StatusCallbackEvent"), STATUS_CALLBACK_EVENTS);
+    assert_eq!(
+        get("StatusCallback"),
+        [status_callback_url(&callbacks(), &call()).as_str()]
+    );
+}
+
+#[test]
+fn the_callback_url_is_the_gateways_twilio_endpoint_for_the_tenant() {
+    let url = status_callback_url(&callbacks(), &call());
+    assert!(
+        url.starts_with("https://hooks.example.com/v1/webhooks/twilio/tw-acme?"),
+        "{url}"
+    );
+    assert_eq!(launch_id_of(&url), Some(Uuid::from_u128(0xabc).to_string()));
+    let other = CreateCall {
+        tenant_id: "globex".into(),
+        ..call()
+    };
+    assert!(status_callback_url(&callbacks(), &other).contains("/twilio/tw-default?"));
+}
+
+/// The gateway verifies the signature over the URL it rebuilds and takes
+/// contact, launch, campaign and tenant from its query: a callback Twilio
+/// signs for our URL must parse to exactly our ids.
+#[test]
+fn the_gateway_accepts_a_signed_callback_to_our_url_and_reads_our_ids() {
+    use callstream_gateway::config::{IntegrationConfig, RateLimit};
+    use callstream_gateway::provider::{Inbound, Provider};
+    use callstream_gateway::secret::Secret;
+
+    let url = status_callback_url(&callbacks(), &call());
+    let path_and_query = url.trim_start_matches("https://hooks.example.com");
+    let body = callstream_gateway::testkit::form(&[
+        ("CallSid", "CA123"),
+        ("CallStatus", "ringing"),
+        ("SequenceNumber", "1"),
+    ]);
+    let signature = callstream_gateway::testkit::twilio_signature("token", &url, &body);
+    let mut headers = axum::http::HeaderMap::new();
+    headers.insert("x-twilio-signature", signature.parse().unwrap());
+    let integration = IntegrationConfig {
+        id: "tw-acme".into(),
+        tenant_id: "acme".into(),
+        provider: callstream_gateway::event::ProviderKind::Twilio,
+        secrets: vec![Secret::new(b"token".to_vec())],
+        rate_limit: RateLimit::default(),
+    };
+    let inbound = Inbound {
+        integration: &integration,
+        path_and_query,
+        headers: &headers,
+        body: &body,
+        received_at: chrono::Utc::now(),
+    };
+    let provider = callstream_gateway::provider::twilio::Twilio {
+        public_base_url: "https://hooks.example.com".into(),
+    };
+    let verified = provider.verify(&inbound).expect("signature verifies");
+    let draft = provider.parse(&inbound, verified).expect("callback parses");
+    assert_eq!(draft.contact_id, "c 1&2");
+    assert_eq!(draft.launch_id, Some(Uuid::from_u128(0xabc)));
+    assert_eq!(draft.campaign_id.as_deref(), Some("enrol"));
+    assert_eq!(draft.call_id, "CA123");
+}
+
+#[test]
+fn answers_are_classified_by_what_they_say_about_the_call() {
+    let transient = |code: &str| CreateOutcome::Transient {
+        reason: code.into(),
+        detail: Some("20503: Service Unavailable".into()),
+    };
+    let error_body = br#"{"code":20503,"message":"Service Unavailable","status":503}"#;
+    let cases: Vec<(u16, &[u8], CreateOutcome)> = vec![
+        (
+            201,
+            br#"{"sid":"CA1","status":"queued"}"#,
+            CreateOutcome::Accepted {
+                call_id: "CA1".into(),
+            },
+        ),
+        (
+            200,
+            br#"{"sid":"CA2"}"#,
+            CreateOutcome::Accepted {
+                call_id: "CA2".into(),
+            },
+        ),
+        (
+            201,
+            b"not json",
+            CreateOutcome::Ambiguous {
+                reason: "bad_response".into(),
+                detail: Some("HTTP 201 without a call sid".into()),
+            },
+        ),
+        (503, error_body, transient("http_503")),
+        (500, error_body, transient("http_500")),
+        (429, error_body, transient("http_429")),
+        (
+            400,
+            br#"{"code":21211,"message":"Invalid 'To' Phone Number","status":400}"#,
+            CreateOutcome::Permanent {
+                reason: "http_400".into(),
+                detail: Some("21211: Invalid 'To' Phone Number".into()),
+            },
+        ),
+        (
+            401,
+            b"",
+            CreateOutcome::Permanent {
+                reason: "http_401".into(),
+                detail: None,
+            },
+        ),
+    ];
+    for (status, body, expected) in cases {
+        let status = StatusCode::from_u16(status).unwrap();
+        assert_eq!(classify_create(status, body), expected, "{status}");
+    }
+}
+
+#[tokio::test]
+async fn a_refused_connection_is_transient_because_nothing_was_sent() {
+    // Port 1 on loopback: nothing listens there.
+    let twilio = Twilio::new(config(), callbacks(), &DispatchPolicy::default(), 4).unwrap();
+    let outcome = twilio.create_call(call()).await;
+    assert!(
+        matches!(&outcome, CreateOutcome::Transient { reason, .. } if reason == "connect"),
+        "{outcome:?}"
+    );
+    let lookup = twilio
+        .find_call(FindCall {
+            launch_id: Uuid::from_u128(1),
+            to: "+15551230000".into(),
+            since_ms: 0,
+        })
+        .await;
+    assert!(matches!(lookup, LookupOutcome::Failed { .. }), "{lookup:?}");
+}
+
+#[test]
+fn dates_in_twilios_and_iso_formats_parse() {
+    assert_eq!(
+        parse_date("Tue, 14 Nov 2023 22:13:20 +0000"),
+        Some(1_700_000_000_000)
+    );
+    assert_eq!(parse_date("2023-11-14T22:13:20Z"), Some(1_700_000_000_000));
+    assert_eq!(parse_date("yesterday"), None);
+}

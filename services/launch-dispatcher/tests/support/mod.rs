@@ -1,0 +1,165 @@
+//! Shared helpers of the driver tests: a dispatcher on the in-memory test
+//! driver, launch commands, and readers of what it emitted and asked for.
+#![allow(dead_code, clippy::unwrap_used)]
+
+use callstream_launch_dispatcher::ledger::{key_of, Entry};
+use callstream_launch_dispatcher::wire::{EffectCall, EffectReply};
+use callstream_launch_dispatcher::{
+    processor, spec, DispatcherConfig, LaunchDispatcher, LAUNCHES_STORE,
+};
+use callstream_platform::Topics;
+use callstream_runtime::{EffectRequest, Input, TestDriver};
+use callstream_schemas::{
+    AuditEvent, CallLaunch, ControlChange, ControlSetting, ControlValue, Event, ExceptionEvent,
+    JobOrigin, LaunchCommand,
+};
+use chrono::DateTime;
+use uuid::Uuid;
+
+pub const START: i64 = 1_700_000_000_000;
+pub const TENANT: &str = "acme";
+pub const CAMPAIGN: &str = "enrol";
+
+pub fn config() -> DispatcherConfig {
+    let mut config = DispatcherConfig::new(
+        Topics::default(),
+        "http://sim.invalid",
+        "AC1",
+        "token",
+        "https://hooks.example.com",
+    );
+    config.twilio.default_from = Some("+15550009999".into());
+    config
+}
+
+/// One partition, so `entry` finds every ledger entry (the driver locates
+/// state by key, and the ledger's key is not the record key).
+pub fn driver_with(config: &DispatcherConfig) -> TestDriver<LaunchDispatcher> {
+    TestDriver::new(
+        processor(config),
+        spec(&config.topics, "dispatcher"),
+        1,
+        START,
+    )
+}
+
+pub fn driver() -> TestDriver<LaunchDispatcher> {
+    driver_with(&config())
+}
+
+pub fn command(n: u128) -> LaunchCommand {
+    LaunchCommand {
+        event_id: Uuid::from_u128(0xe000 + n),
+        tenant_id: TENANT.into(),
+        occurred_at: DateTime::from_timestamp_millis(START).unwrap(),
+        causation_id: None,
+        correlation_id: None,
+        launch_id: Uuid::from_u128(0x1000 + n),
+        job_id: Uuid::from_u128(0x2000 + n),
+        contact_id: format!("c-{n}"),
+        campaign_id: CAMPAIGN.into(),
+        origin: JobOrigin::CampaignEntry,
+        attempt: 1,
+        to_number: format!("+1555000{n:04}"),
+        from_number: None,
+        provider: None,
+        slot_at: DateTime::from_timestamp_millis(START).unwrap(),
+        expires_at: None,
+    }
+}
+
+pub fn pipe(driver: &mut TestDriver<LaunchDispatcher>, command: &LaunchCommand) {
+    driver.pipe(Input::new(
+        "launch-commands",
+        command.contact_id.clone(),
+        command.encode().unwrap(),
+    ));
+}
+
+/// Sets shadow mode for the tenant (`campaign: None`) or one campaign.
+pub fn set_shadow(driver: &mut TestDriver<LaunchDispatcher>, campaign: Option<&str>, on: bool) {
+    let change = ControlChange {
+        event_id: Uuid::new_v4(),
+        tenant_id: TENANT.into(),
+        occurred_at: DateTime::from_timestamp_millis(START).unwrap(),
+        causation_id: None,
+        correlation_id: None,
+        setting: ControlSetting::ShadowMode,
+        campaign_id: campaign.map(str::to_owned),
+        new_value: ControlValue {
+            enabled: Some(on),
+            ..ControlValue::default()
+        },
+        old_value: None,
+        actor: callstream_schemas::Actor::system("test"),
+        reason: None,
+    };
+    driver.set_global(
+        "control",
+        change.record_key(),
+        Some(change.encode().unwrap()),
+    );
+}
+
+pub fn launches(driver: &TestDriver<LaunchDispatcher>) -> Vec<CallLaunch> {
+    driver
+        .outputs("call-launches")
+        .iter()
+        .map(|p| CallLaunch::decode(p.value.as_deref().unwrap()).unwrap())
+        .collect()
+}
+
+pub fn exceptions(driver: &TestDriver<LaunchDispatcher>) -> Vec<ExceptionEvent> {
+    driver
+        .outputs("exceptions")
+        .iter()
+        .map(|p| ExceptionEvent::decode(p.value.as_deref().unwrap()).unwrap())
+        .collect()
+}
+
+pub fn audits(driver: &TestDriver<LaunchDispatcher>) -> Vec<AuditEvent> {
+    driver
+        .outputs("audit")
+        .iter()
+        .map(|p| AuditEvent::decode(p.value.as_deref().unwrap()).unwrap())
+        .collect()
+}
+
+pub fn entry(driver: &TestDriver<LaunchDispatcher>, launch_id: &Uuid) -> Option<Entry> {
+    let key = key_of(launch_id);
+    driver
+        .get(LAUNCHES_STORE, &key)
+        .map(|bytes| Entry::decode(bytes).unwrap())
+}
+
+/// The pending effects, decoded.
+pub fn pending(driver: &TestDriver<LaunchDispatcher>) -> Vec<(EffectRequest, EffectCall)> {
+    driver
+        .pending_effects()
+        .iter()
+        .map(|r| (r.clone(), EffectCall::decode(&r.payload).unwrap()))
+        .collect()
+}
+
+/// Takes the only pending effect.
+pub fn take_one(driver: &mut TestDriver<LaunchDispatcher>) -> (EffectRequest, EffectCall) {
+    let mut all = pending(driver);
+    assert_eq!(all.len(), 1, "expected one pending effect: {all:?}");
+    let (request, call) = all.remove(0);
+    let _ = driver.take_effects();
+    (request, call)
+}
+
+pub fn reply(
+    driver: &mut TestDriver<LaunchDispatcher>,
+    request: EffectRequest,
+    reply: &EffectReply,
+) {
+    driver.complete_effect(request, reply.encode());
+}
+
+pub fn seq_of(call: &EffectCall) -> u32 {
+    match call {
+        EffectCall::Create { seq, .. } | EffectCall::Lookup { seq, .. } => *seq,
+    }
+}
