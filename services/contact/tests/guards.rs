@@ -42,7 +42,8 @@ fn a_job_that_passes_becomes_one_launch_with_a_stable_operation_id() {
 
 #[test]
 fn barred_contacts_are_cancelled_with_the_reason() {
-    let cases: [(fn(&mut ContactDetails), &str); 4] = [
+    type SetFlag = fn(&mut ContactDetails);
+    let cases: [(SetFlag, &str); 4] = [
         (|d| d.blocked = Some(true), "blocked_number"),
         (|d| d.do_not_call = Some(true), "do_not_call"),
         (|d| d.enrolled_student = Some(true), "enrolled_student"),

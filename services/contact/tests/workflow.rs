@@ -165,9 +165,13 @@ fn recovery_commands_are_left_to_the_recovery_processor() {
     assert_eq!(h.output_count(), count, "skipped, not dead-lettered");
 }
 
+type ScriptStep<P> = Box<dyn FnMut(&mut Harness<P>)>;
+/// Topic, key and value of one output.
+type Record = (String, Option<Vec<u8>>, Option<Vec<u8>>);
+
 /// A scripted day of one contact: entry, launch, results, a callback.
 fn script<P: Processor>(h: &mut Harness<P>, restart_after: Option<usize>) {
-    let mut steps: Vec<Box<dyn FnMut(&mut Harness<P>)>> = Vec::new();
+    let mut steps: Vec<ScriptStep<P>> = Vec::new();
     steps.push(Box::new(|h| {
         h.command(&launch_request("c1", CAMPAIGN, "r1"), t0())
     }));
@@ -223,7 +227,7 @@ fn script<P: Processor>(h: &mut Harness<P>, restart_after: Option<usize>) {
     }
 }
 
-fn everything<P: Processor>(h: &Harness<P>) -> Vec<(String, Option<Vec<u8>>, Option<Vec<u8>>)> {
+fn everything<P: Processor>(h: &Harness<P>) -> Vec<Record> {
     [
         "schedule-requests",
         "launch-commands",
