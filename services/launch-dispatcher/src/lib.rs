@@ -77,7 +77,7 @@ pub fn processor(config: &DispatcherConfig) -> LaunchDispatcher {
             exceptions: topics.name(EXCEPTIONS),
             audit: topics.name(AUDIT),
         },
-        control_topic: topics.name(CONTROL),
+        control: callstream_control::ControlTable::new(topics.name(CONTROL)),
         provider: "twilio",
         has_default_from: config.twilio.default_from.is_some(),
     }

@@ -12,6 +12,8 @@ use callstream_runtime::{
 use callstream_schemas::{Event, LaunchCommand};
 use tracing::{debug, error, info, warn};
 
+use callstream_control::ControlTable;
+
 use crate::config::DispatchPolicy;
 use crate::control::shadow_mode;
 use crate::events::{self, LaunchReport, OutputTopics};
@@ -24,12 +26,12 @@ use crate::wire::EffectReply;
 pub const STEP_TIMER: &str = "step";
 
 /// The launch dispatcher processor.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct LaunchDispatcher {
     pub policy: DispatchPolicy,
     pub topics: OutputTopics,
-    /// Physical name of the `control` global table.
-    pub control_topic: String,
+    /// The `control` global table (its physical name and decoded values).
+    pub control: ControlTable,
     /// The provider adapter's name (`twilio`).
     pub provider: &'static str,
     /// Whether the adapter has a default caller id.
@@ -40,12 +42,7 @@ impl LaunchDispatcher {
     fn env(&self, ctx: &Context<'_>, launch: &Launch) -> Env<'_> {
         Env {
             now_ms: ctx.wall_clock_ms(),
-            shadow: shadow_mode(
-                ctx,
-                &self.control_topic,
-                &launch.tenant_id,
-                &launch.campaign_id,
-            ),
+            shadow: shadow_mode(&self.control, ctx, &launch.tenant_id),
             policy: &self.policy,
             provider: self.provider,
             has_default_from: self.has_default_from,

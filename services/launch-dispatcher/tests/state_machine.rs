@@ -518,26 +518,41 @@ fn launches_that_cannot_be_dialed_fail_with_their_reason_and_call_no_one() {
 #[test]
 fn shadow_mode_intercepts_per_command_and_switching_it_off_applies_to_the_next() {
     let mut driver = driver();
-    set_shadow(&mut driver, None, true);
+    set_shadow(&mut driver, true);
     pipe(&mut driver, &command(30));
     assert!(driver.pending_effects().is_empty());
     assert_eq!(statuses(&driver), [LaunchStatus::Shadow]);
-    // A campaign's own setting wins over its tenant's.
-    set_shadow(&mut driver, Some(CAMPAIGN), false);
+    set_shadow(&mut driver, false);
     pipe(&mut driver, &command(31));
     assert_eq!(driver.pending_effects().len(), 1);
     let _ = driver.take_effects();
-    set_shadow(&mut driver, Some(CAMPAIGN), true);
-    set_shadow(&mut driver, None, false);
+    set_shadow(&mut driver, true);
     pipe(&mut driver, &command(32));
     assert!(driver.pending_effects().is_empty());
-    driver.set_global("control", format!("{TENANT}/shadow_mode/{CAMPAIGN}"), None);
+    // Unset (a tombstone) is off.
+    driver.set_global("control", format!("{TENANT}/shadow_mode"), None);
     pipe(&mut driver, &command(33));
     assert_eq!(driver.pending_effects().len(), 1);
     assert_eq!(
         statuses(&driver),
         [LaunchStatus::Shadow, LaunchStatus::Shadow]
     );
+}
+
+#[test]
+fn shadow_mode_switched_on_during_a_retry_wait_intercepts_the_retry() {
+    let mut driver = driver();
+    pipe(&mut driver, &command(35));
+    let (request, call) = take_one(&mut driver);
+    let busy = CreateOutcome::Transient {
+        reason: "http_503".into(),
+        detail: None,
+    };
+    reply(&mut driver, request, &created(&call, busy));
+    set_shadow(&mut driver, true);
+    driver.advance_wall_clock_ms(60_000);
+    assert!(driver.pending_effects().is_empty());
+    assert_eq!(statuses(&driver), [LaunchStatus::Shadow]);
 }
 
 #[test]

@@ -76,16 +76,26 @@ pub fn pipe(driver: &mut TestDriver<LaunchDispatcher>, command: &LaunchCommand) 
     ));
 }
 
-/// Sets shadow mode for the tenant (`campaign: None`) or one campaign.
-pub fn set_shadow(driver: &mut TestDriver<LaunchDispatcher>, campaign: Option<&str>, on: bool) {
-    let change = ControlChange {
+/// Sets the tenant's shadow mode.
+pub fn set_shadow(driver: &mut TestDriver<LaunchDispatcher>, on: bool) {
+    let change = shadow_change(on);
+    driver.set_global(
+        "control",
+        change.record_key(),
+        Some(change.encode().unwrap()),
+    );
+}
+
+/// A control change setting `TENANT`'s shadow mode.
+pub fn shadow_change(on: bool) -> ControlChange {
+    ControlChange {
         event_id: Uuid::new_v4(),
         tenant_id: TENANT.into(),
         occurred_at: DateTime::from_timestamp_millis(START).unwrap(),
         causation_id: None,
         correlation_id: None,
         setting: ControlSetting::ShadowMode,
-        campaign_id: campaign.map(str::to_owned),
+        campaign_id: None,
         new_value: ControlValue {
             enabled: Some(on),
             ..ControlValue::default()
@@ -93,12 +103,7 @@ pub fn set_shadow(driver: &mut TestDriver<LaunchDispatcher>, campaign: Option<&s
         old_value: None,
         actor: callstream_schemas::Actor::system("test"),
         reason: None,
-    };
-    driver.set_global(
-        "control",
-        change.record_key(),
-        Some(change.encode().unwrap()),
-    );
+    }
 }
 
 pub fn launches(driver: &TestDriver<LaunchDispatcher>) -> Vec<CallLaunch> {
