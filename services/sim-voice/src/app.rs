@@ -29,7 +29,10 @@ pub fn app(state: SimState) -> Router {
             "/2010-04-01/Accounts/{account}/Calls.json",
             get(list_calls).post(create_call),
         )
-        .route("/2010-04-01/Accounts/{account}/Calls/{file}", get(fetch_call))
+        .route(
+            "/2010-04-01/Accounts/{account}/Calls/{file}",
+            get(fetch_call),
+        )
         .route(
             "/2010-04-01/Accounts/{account}/Calls/{sid}/Events.json",
             get(call_events),
@@ -91,15 +94,16 @@ fn read_create(body: &[u8]) -> Result<NewCall, TwilioError> {
             .map(|(_, v)| v.trim())
             .filter(|v| !v.is_empty())
     };
-    let to = first("To").ok_or_else(|| TwilioError::invalid(21201, "No 'To' number is specified"))?;
+    let to =
+        first("To").ok_or_else(|| TwilioError::invalid(21201, "No 'To' number is specified"))?;
     if !valid_number(to) {
         return Err(TwilioError::invalid(
             21211,
             format!("Invalid 'To' Phone Number: {to}"),
         ));
     }
-    let from =
-        first("From").ok_or_else(|| TwilioError::invalid(21213, "Caller phone number is required"))?;
+    let from = first("From")
+        .ok_or_else(|| TwilioError::invalid(21213, "Caller phone number is required"))?;
     if !valid_number(from) {
         return Err(TwilioError::invalid(21212, "Invalid Caller Phone Number"));
     }
@@ -121,9 +125,8 @@ fn read_create(body: &[u8]) -> Result<NewCall, TwilioError> {
     for (_, value) in form.iter().filter(|(k, _)| k == "StatusCallbackEvent") {
         // Repeated or space-separated, as Twilio's libraries send it.
         for word in value.split_whitespace() {
-            let event = Event::parse(word).ok_or_else(|| {
-                TwilioError::invalid(21626, "Invalid 'StatusCallbackEvent'")
-            })?;
+            let event = Event::parse(word)
+                .ok_or_else(|| TwilioError::invalid(21626, "Invalid 'StatusCallbackEvent'"))?;
             events.insert(event);
             named = true;
         }
@@ -274,9 +277,18 @@ mod tests {
             ("To=555&From=%2B15550002222&Url=https%3A%2F%2Fx.test", 21211),
             ("To=%2B15550001111&Url=https%3A%2F%2Fx.test", 21213),
             ("To=%2B15550001111&From=%2B15550002222", 21205),
-            ("To=%2B15550001111&From=%2B15550002222&Twiml=%3CResponse%2F%3E&StatusCallback=nope", 21609),
-            ("To=%2B15550001111&From=%2B15550002222&Twiml=x&StatusCallbackEvent=hung-up", 21626),
-            ("To=%2B15550001111&From=%2B15550002222&Twiml=x&MachineDetection=yes", 21636),
+            (
+                "To=%2B15550001111&From=%2B15550002222&Twiml=%3CResponse%2F%3E&StatusCallback=nope",
+                21609,
+            ),
+            (
+                "To=%2B15550001111&From=%2B15550002222&Twiml=x&StatusCallbackEvent=hung-up",
+                21626,
+            ),
+            (
+                "To=%2B15550001111&From=%2B15550002222&Twiml=x&MachineDetection=yes",
+                21636,
+            ),
         ];
         for (body, code) in cases {
             let err = ok(body).unwrap_err();

@@ -107,10 +107,7 @@ fn secrets_and_urls_are_checked() {
         analysis_url: Some("ftp://x/y".into()),
         ..SimVoiceConfig::default()
     };
-    assert!(matches!(
-        bad_url.validate(),
-        Err(ConfigError::Url { .. })
-    ));
+    assert!(matches!(bad_url.validate(), Err(ConfigError::Url { .. })));
 }
 
 #[test]

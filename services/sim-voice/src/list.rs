@@ -163,16 +163,30 @@ mod tests {
         assert!(q.start.contains(Some(utc(2024, 5, 2, 23, 59))));
         assert!(!q.start.contains(Some(utc(2024, 5, 3, 0, 0))));
         assert_eq!((q.page, q.page_size), (2, 5));
-        assert!(q.filters.contains("StartTime%3E=2024-05-01"), "{}", q.filters);
+        assert!(
+            q.filters.contains("StartTime%3E=2024-05-01"),
+            "{}",
+            q.filters
+        );
         assert!(!q.filters.contains("Page"));
     }
 
     #[test]
     fn time_forms() {
-        let cases: &[(&str, Option<(DateTime<Utc>, DateTime<Utc>)>)] = &[
-            ("2024-05-01T10:30:00Z", Some((utc(2024, 5, 1, 10, 30), utc(2024, 5, 1, 10, 30)))),
-            ("2024-05-01T12:30:00 02:00", Some((utc(2024, 5, 1, 10, 30), utc(2024, 5, 1, 10, 30)))),
-            ("Wed, 01 May 2024 10:30:00 +0000", Some((utc(2024, 5, 1, 10, 30), utc(2024, 5, 1, 10, 30)))),
+        type Bounds = Option<(DateTime<Utc>, DateTime<Utc>)>;
+        let cases: &[(&str, Bounds)] = &[
+            (
+                "2024-05-01T10:30:00Z",
+                Some((utc(2024, 5, 1, 10, 30), utc(2024, 5, 1, 10, 30))),
+            ),
+            (
+                "2024-05-01T12:30:00 02:00",
+                Some((utc(2024, 5, 1, 10, 30), utc(2024, 5, 1, 10, 30))),
+            ),
+            (
+                "Wed, 01 May 2024 10:30:00 +0000",
+                Some((utc(2024, 5, 1, 10, 30), utc(2024, 5, 1, 10, 30))),
+            ),
             ("yesterday", None),
             ("2024-13-01", None),
         ];
@@ -192,7 +206,10 @@ mod tests {
             let err = ListQuery::parse(query).unwrap_err();
             assert_eq!(err.0, name, "{query}");
         }
-        assert_eq!(ListQuery::parse("PageSize=5000").unwrap().page_size, MAX_PAGE_SIZE);
+        assert_eq!(
+            ListQuery::parse("PageSize=5000").unwrap().page_size,
+            MAX_PAGE_SIZE
+        );
     }
 
     #[test]

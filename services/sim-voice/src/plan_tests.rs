@@ -80,7 +80,12 @@ fn each_outcome_has_its_timeline() {
             &[Initiated, Ringing, InProgress, Completed],
             Some("machine_end_beep"),
         ),
-        (0.8, Outcome::NoAnswer, &[Initiated, Ringing, NoAnswer], None),
+        (
+            0.8,
+            Outcome::NoAnswer,
+            &[Initiated, Ringing, NoAnswer],
+            None,
+        ),
         (0.92, Outcome::Busy, &[Initiated, Busy], None),
         (0.99, Outcome::Failed, &[Initiated, Failed], None),
     ];

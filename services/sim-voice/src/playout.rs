@@ -154,7 +154,9 @@ impl Ctx {
             elapsed_ms: u64::try_from(clock.elapsed().as_millis()).unwrap_or(u64::MAX),
         };
         let store = self.state.store();
-        store.update(self.generation, &self.call.sid, |c| c.requests.push(request));
+        store.update(self.generation, &self.call.sid, |c| {
+            c.requests.push(request)
+        });
         store.count(self.generation, |s| {
             s.callbacks_delivered += u64::from(delivered);
             s.callbacks_failed += u64::from(!delivered);
@@ -180,11 +182,7 @@ impl Ctx {
             launch_id: target.launch_id.clone(),
             campaign_id: target.campaign_id.clone(),
             status: end.status.as_str(),
-            occurred_at: AnalysisEvent::occurred(real_time(
-                &self.call,
-                end.at,
-                self.b.time_scale,
-            )),
+            occurred_at: AnalysisEvent::occurred(real_time(&self.call, end.at, self.b.time_scale)),
             duration_seconds: self.plan.duration_secs,
             answered_by: "human",
             analysis: Analysis::of(intent, phrase),

@@ -133,10 +133,7 @@ impl SimState {
             CreateFault::Slow => Some(Duration::from_millis(b.create_slow_ms)),
             CreateFault::None => None,
         };
-        let contact_known = call
-            .target
-            .as_ref()
-            .is_some_and(|t| t.contact_id.is_some());
+        let contact_known = call.target.as_ref().is_some_and(|t| t.contact_id.is_some());
         let analysis = self.0.analysis_url.is_some() && contact_known;
         let events = if call.target.is_some() {
             call.events

@@ -244,7 +244,15 @@ mod tests {
         let t0 = Instant::now();
         let w = Duration::from_millis(1000);
         let at = |ms| t0 + Duration::from_millis(ms);
-        let cases = [(0, 1), (100, 2), (999, 3), (1000, 3), (1150, 3), (2100, 2), (9000, 1)];
+        let cases = [
+            (0, 1),
+            (100, 2),
+            (999, 3),
+            (1000, 3),
+            (1150, 3),
+            (2100, 2),
+            (9000, 1),
+        ];
         for (ms, want) in cases {
             let (_, _, n) = store.begin_create(at(ms), w);
             assert_eq!(n, want, "at {ms} ms");
