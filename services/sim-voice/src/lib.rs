@@ -16,6 +16,7 @@ pub mod app;
 pub mod callback;
 pub mod config;
 pub mod list;
+pub mod model;
 pub mod plan;
 pub mod playout;
 pub mod seed;
