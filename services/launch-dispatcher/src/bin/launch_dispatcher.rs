@@ -1,0 +1,75 @@
+//! The dispatcher as a process of its own, configured from the environment
+//! (see `DispatcherConfig::from_env`), so the crash tests can SIGKILL it at
+//! any moment. `callstream process launch-dispatcher` is the production
+//! entry point; this one adds nothing but two runtime timeouts:
+//!
+//! Usage: launch_dispatcher [instance-id]   (default `0`)
+//! - `CALLSTREAM_DISPATCH_APP_ID`: application id (default `launch-dispatcher`)
+//! - `CALLSTREAM_RUNTIME_TRANSACTION_TIMEOUT_MS`, `CALLSTREAM_RUNTIME_SESSION_TIMEOUT_MS`
+//!
+//! Stops cleanly on SIGTERM or SIGINT (the open transaction commits).
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use callstream_launch_dispatcher::{effect_runner, processor, spec, DispatcherConfig, APP_ID};
+use callstream_platform::KafkaSettings;
+use callstream_runtime::RuntimeConfig;
+
+fn millis(name: &str) -> Result<Option<Duration>> {
+    match std::env::var(name) {
+        Err(_) => Ok(None),
+        Ok(value) => {
+            let ms: u64 = value
+                .trim()
+                .parse()
+                .with_context(|| format!("{name}={value:?} is not a whole number"))?;
+            Ok(Some(Duration::from_millis(ms)))
+        }
+    }
+}
+
+fn main() -> Result<()> {
+    callstream_platform::telemetry::init_tracing("warn,callstream_launch_dispatcher=info");
+    let instance = std::env::args().nth(1).unwrap_or_else(|| "0".into());
+    let app = std::env::var("CALLSTREAM_DISPATCH_APP_ID").unwrap_or_else(|_| APP_ID.into());
+    let config = DispatcherConfig::from_env().context("reading the dispatcher configuration")?;
+    let mut runtime = RuntimeConfig::new(
+        KafkaSettings::from_env(format!("{app}-{instance}")),
+        &app,
+        &instance,
+    );
+    if let Some(timeout) = millis("CALLSTREAM_RUNTIME_TRANSACTION_TIMEOUT_MS")? {
+        runtime.transaction_timeout = timeout;
+    }
+    if let Some(timeout) = millis("CALLSTREAM_RUNTIME_SESSION_TIMEOUT_MS")? {
+        runtime.session_timeout = timeout;
+    }
+    runtime.effects = Some(effect_runner(&config).context("building the provider client")?);
+    let shutdown = runtime.shutdown.clone();
+    std::thread::spawn(move || {
+        if let Ok(signals) = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        {
+            signals.block_on(async {
+                use tokio::signal::unix::{signal, SignalKind};
+                match signal(SignalKind::terminate()) {
+                    Ok(mut term) => {
+                        tokio::select! {
+                            _ = tokio::signal::ctrl_c() => {}
+                            _ = term.recv() => {}
+                        }
+                    }
+                    Err(_) => {
+                        let _ = tokio::signal::ctrl_c().await;
+                    }
+                }
+            });
+        }
+        shutdown.store(true, Ordering::SeqCst);
+    });
+    let spec = spec(&config.topics, &app);
+    callstream_runtime::run(processor(&config), spec, runtime).context("launch dispatcher failed")
+}
