@@ -107,10 +107,7 @@ async fn read(
     Query(q): Query<HashMap<String, String>>,
 ) -> Result<Response, CrmError> {
     let kind = ObjectType::parse(&kind)?;
-    let object = state
-        .db()
-        .get(kind, &id)
-        .ok_or(CrmError::NotFound { id })?;
+    let object = state.db().get(kind, &id).ok_or(CrmError::NotFound { id })?;
     let properties = list_param(&q, "properties");
     let with_associations = !list_param(&q, "associations").is_empty();
     let shown = Shown::DefaultsAnd(&properties);

@@ -22,7 +22,12 @@ pub struct SimCrmConfig {
     pub listen: SocketAddr,
     /// Bearer tokens accepted (comma-separated). Empty: any non-empty token
     /// is accepted, each with its own rate-limit window.
-    #[arg(long = "token", env = "SIM_CRM_TOKENS", value_delimiter = ',', hide_env_values = true)]
+    #[arg(
+        long = "token",
+        env = "SIM_CRM_TOKENS",
+        value_delimiter = ',',
+        hide_env_values = true
+    )]
     pub tokens: Vec<String>,
     /// Seed of every fault decision: the n-th admitted request gets the
     /// same faults every run.

@@ -105,9 +105,7 @@ impl Db {
         create_missing: bool,
     ) -> Result<CrmObject, CrmError> {
         let mut g = self.lock();
-        let op = properties
-            .get(crate::objects::OP_ID_PROPERTY)
-            .cloned();
+        let op = properties.get(crate::objects::OP_ID_PROPERTY).cloned();
         let exists = g.objects.get(&kind).is_some_and(|m| m.contains_key(id));
         if !exists {
             if !(create_missing && kind == ObjectType::Contacts) {
@@ -116,7 +114,10 @@ impl Db {
             g.next_id += 1;
             let seq = g.next_id;
             let fresh = CrmObject::new(kind, id.to_string(), seq, now, Instant::now());
-            g.objects.entry(kind).or_default().insert(id.to_string(), fresh);
+            g.objects
+                .entry(kind)
+                .or_default()
+                .insert(id.to_string(), fresh);
         }
         let updated = {
             let objects = g.objects.entry(kind).or_default();
@@ -216,7 +217,11 @@ mod tests {
         db.create(ObjectType::Notes, props("b"), vec![], now, at);
         let s = db.stats();
         assert_eq!(s.duplicate_creates.get("tasks"), Some(&2));
-        assert_eq!(s.duplicate_creates.get("notes"), None, "b: one task, one note");
+        assert_eq!(
+            s.duplicate_creates.get("notes"),
+            None,
+            "b: one task, one note"
+        );
         assert_eq!(s.duplicate_creates_total, 2);
         assert_eq!(s.op_ids["a"], 3);
         assert_eq!(s.duplicate_op_ids, vec!["a".to_string(), "b".to_string()]);
@@ -234,9 +239,14 @@ mod tests {
             Err(CrmError::NotFound { .. })
         ));
         assert!(db.update(ObjectType::Tasks, "1", p(), now, true).is_err());
-        let c = db.update(ObjectType::Contacts, "c-1", p(), now, true).unwrap();
+        let c = db
+            .update(ObjectType::Contacts, "c-1", p(), now, true)
+            .unwrap();
         assert_eq!(c.id, "c-1");
-        assert_eq!(db.get(ObjectType::Contacts, "c-1").unwrap().properties["firstname"], "Ada");
+        assert_eq!(
+            db.get(ObjectType::Contacts, "c-1").unwrap().properties["firstname"],
+            "Ada"
+        );
         assert_eq!(db.stats().writes["contacts"].updated, 1);
     }
 }

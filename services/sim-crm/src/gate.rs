@@ -33,7 +33,10 @@ fn is_write(method: &Method, path: &str) -> bool {
 fn limit_headers(response: &mut Response, max: u32, window_ms: u64, left: u32) {
     let h = response.headers_mut();
     let pairs = [
-        ("x-hubspot-ratelimit-interval-milliseconds", window_ms.to_string()),
+        (
+            "x-hubspot-ratelimit-interval-milliseconds",
+            window_ms.to_string(),
+        ),
         ("x-hubspot-ratelimit-max", max.to_string()),
         ("x-hubspot-ratelimit-remaining", left.to_string()),
     ];
@@ -87,7 +90,12 @@ pub async fn gate(State(state): State<CrmState>, request: Request, next: Next) -
         state.note(|s| s.late_answers += 1);
         tokio::time::sleep(Duration::from_millis(b.timeout_ms)).await;
     }
-    limit_headers(&mut response, b.rate_limit_max, b.rate_limit_window_ms, left);
+    limit_headers(
+        &mut response,
+        b.rate_limit_max,
+        b.rate_limit_window_ms,
+        left,
+    );
     response
 }
 
@@ -114,7 +122,10 @@ mod tests {
         assert_eq!(bearer(&h), "");
         h.insert(header::AUTHORIZATION, HeaderValue::from_static("Basic abc"));
         assert_eq!(bearer(&h), "");
-        h.insert(header::AUTHORIZATION, HeaderValue::from_static("Bearer pat-1"));
+        h.insert(
+            header::AUTHORIZATION,
+            HeaderValue::from_static("Bearer pat-1"),
+        );
         assert_eq!(bearer(&h), "pat-1");
     }
 }

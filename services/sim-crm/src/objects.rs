@@ -195,7 +195,11 @@ impl CrmObject {
                 .map(|s| s.to_string())
                 .chain(extra.iter().cloned())
                 .map(|k| {
-                    let v = self.properties.get(&k).cloned().map_or(Value::Null, Value::String);
+                    let v = self
+                        .properties
+                        .get(&k)
+                        .cloned()
+                        .map_or(Value::Null, Value::String);
                     (k, v)
                 })
                 .collect(),

@@ -33,9 +33,21 @@ fn creates_are_validated() {
     assert_eq!(links[0].target(), "contact");
 
     let cases = [
-        ("no timestamp", json!({"hs_task_subject": "x"}), assoc.clone()),
-        ("empty timestamp", json!({"hs_timestamp": ""}), assoc.clone()),
-        ("object value", json!({"hs_timestamp": "1", "x": {"a": 1}}), assoc.clone()),
+        (
+            "no timestamp",
+            json!({"hs_task_subject": "x"}),
+            assoc.clone(),
+        ),
+        (
+            "empty timestamp",
+            json!({"hs_timestamp": ""}),
+            assoc.clone(),
+        ),
+        (
+            "object value",
+            json!({"hs_timestamp": "1", "x": {"a": 1}}),
+            assoc.clone(),
+        ),
         (
             "no types",
             json!({"hs_timestamp": "1"}),
@@ -66,10 +78,7 @@ fn creates_are_validated() {
 fn answers_show_defaults_or_everything() {
     let now = Utc::now();
     let mut o = CrmObject::new(ObjectType::Notes, "7".into(), 0, now, Instant::now());
-    o.apply(
-        [("hs_note_body".to_string(), "hi".to_string())].into(),
-        now,
-    );
+    o.apply([("hs_note_body".to_string(), "hi".to_string())].into(), now);
     let all = o.to_json(Shown::All, false);
     assert_eq!(all["properties"]["hs_note_body"], "hi");
     assert_eq!(all["properties"]["hs_object_id"], "7");

@@ -94,7 +94,10 @@ mod tests {
         assert!(r.admit(t0 + Duration::from_secs(10), W, 100).is_ok());
         assert!(r.admit(t0 + Duration::from_secs(10), W, 100).is_err());
         assert_eq!(r.max_admitted_in_window, 100);
-        assert_eq!(r.max_arrived_in_window, 102, "99 + the refused one + two at 10 s");
+        assert_eq!(
+            r.max_arrived_in_window, 102,
+            "99 + the refused one + two at 10 s"
+        );
         assert_eq!(r.refused_total, 2);
     }
 

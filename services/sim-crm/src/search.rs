@@ -20,6 +20,20 @@ pub const DEFAULT_LIMIT: usize = 10;
 pub const MAX_LIMIT: usize = 200;
 const MAX_GROUPS: usize = 5;
 const MAX_FILTERS_PER_GROUP: usize = 6;
+const OPERATORS: [&str; 12] = [
+    "EQ",
+    "NEQ",
+    "LT",
+    "LTE",
+    "GT",
+    "GTE",
+    "BETWEEN",
+    "IN",
+    "NOT_IN",
+    "HAS_PROPERTY",
+    "NOT_HAS_PROPERTY",
+    "CONTAINS_TOKEN",
+];
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
@@ -79,9 +93,10 @@ fn compare(a: &str, b: &str) -> Ordering {
 }
 
 fn value_of(f: &Filter) -> Result<String, CrmError> {
-    f.value.as_ref().and_then(text).ok_or_else(|| {
-        CrmError::Validation(format!("filter on {} needs a value", f.property_name))
-    })
+    f.value
+        .as_ref()
+        .and_then(text)
+        .ok_or_else(|| CrmError::Validation(format!("filter on {} needs a value", f.property_name)))
 }
 
 /// Whether `o` passes one filter.
@@ -103,10 +118,7 @@ pub fn filter_matches(o: &CrmObject, f: &Filter) -> Result<bool, CrmError> {
             ))),
         };
     }
-    let have = o
-        .properties
-        .get(&f.property_name)
-        .filter(|v| !v.is_empty());
+    let have = o.properties.get(&f.property_name).filter(|v| !v.is_empty());
     let ord = |want: &str| have.map(|h| compare(h, want));
     let list = || -> Result<Vec<String>, CrmError> {
         Ok(f.values
@@ -128,7 +140,10 @@ pub fn filter_matches(o: &CrmObject, f: &Filter) -> Result<bool, CrmError> {
         "LT" => ord(&value_of(f)?) == Some(Ordering::Less),
         "LTE" => matches!(ord(&value_of(f)?), Some(Ordering::Less | Ordering::Equal)),
         "GT" => ord(&value_of(f)?) == Some(Ordering::Greater),
-        "GTE" => matches!(ord(&value_of(f)?), Some(Ordering::Greater | Ordering::Equal)),
+        "GTE" => matches!(
+            ord(&value_of(f)?),
+            Some(Ordering::Greater | Ordering::Equal)
+        ),
         "BETWEEN" => {
             let high = f
                 .high_value
@@ -177,6 +192,16 @@ impl SearchBody {
             return Err(CrmError::Validation(format!(
                 "at most {MAX_FILTERS_PER_GROUP} filters in a group"
             )));
+        }
+        // Checked up front: an empty store must refuse what a full one would.
+        let filters = self.filter_groups.iter().flat_map(|g| &g.filters);
+        for f in filters {
+            if !OPERATORS.contains(&f.operator.as_str()) {
+                return Err(CrmError::Validation(format!(
+                    "operator {} is not one of {OPERATORS:?}",
+                    f.operator.chars().take(32).collect::<String>()
+                )));
+            }
         }
         Ok(())
     }

@@ -48,7 +48,11 @@ fn operators() {
     let objects = vec![
         task(0, &[("callstream_op_id", "op-a"), ("n", "5")], Some("c-1")),
         task(1, &[("callstream_op_id", "op-b"), ("n", "12")], Some("c-2")),
-        task(2, &[("n", "7"), ("hs_task_subject", "Call Back Lead")], None),
+        task(
+            2,
+            &[("n", "7"), ("hs_task_subject", "Call Back Lead")],
+            None,
+        ),
     ];
     let f = |prop: &str, op: &str, extra: serde_json::Value| {
         let mut filter = json!({"propertyName": prop, "operator": op});
@@ -60,17 +64,65 @@ fn operators() {
         body(json!({"filterGroups": [{"filters": [filter]}]}))
     };
     let cases: Vec<(&str, SearchBody, Vec<u64>)> = vec![
-        ("EQ", f("callstream_op_id", "EQ", json!({"value": "op-b"})), vec![1]),
-        ("NEQ", f("callstream_op_id", "NEQ", json!({"value": "op-b"})), vec![0, 2]),
+        (
+            "EQ",
+            f("callstream_op_id", "EQ", json!({"value": "op-b"})),
+            vec![1],
+        ),
+        (
+            "NEQ",
+            f("callstream_op_id", "NEQ", json!({"value": "op-b"})),
+            vec![0, 2],
+        ),
         ("numeric GT", f("n", "GT", json!({"value": 6})), vec![1, 2]),
-        ("numeric LTE", f("n", "LTE", json!({"value": "7"})), vec![0, 2]),
-        ("BETWEEN", f("n", "BETWEEN", json!({"value": 6, "highValue": 12})), vec![1, 2]),
-        ("IN", f("callstream_op_id", "IN", json!({"values": ["op-a", "op-z"]})), vec![0]),
-        ("NOT_IN", f("callstream_op_id", "NOT_IN", json!({"values": ["op-a"]})), vec![1, 2]),
-        ("HAS_PROPERTY", f("callstream_op_id", "HAS_PROPERTY", json!({})), vec![0, 1]),
-        ("NOT_HAS_PROPERTY", f("callstream_op_id", "NOT_HAS_PROPERTY", json!({})), vec![2]),
-        ("CONTAINS_TOKEN", f("hs_task_subject", "CONTAINS_TOKEN", json!({"value": "back"})), vec![2]),
-        ("association", f("associations.contact", "EQ", json!({"value": "c-2"})), vec![1]),
+        (
+            "numeric LTE",
+            f("n", "LTE", json!({"value": "7"})),
+            vec![0, 2],
+        ),
+        (
+            "BETWEEN",
+            f("n", "BETWEEN", json!({"value": 6, "highValue": 12})),
+            vec![1, 2],
+        ),
+        (
+            "IN",
+            f(
+                "callstream_op_id",
+                "IN",
+                json!({"values": ["op-a", "op-z"]}),
+            ),
+            vec![0],
+        ),
+        (
+            "NOT_IN",
+            f("callstream_op_id", "NOT_IN", json!({"values": ["op-a"]})),
+            vec![1, 2],
+        ),
+        (
+            "HAS_PROPERTY",
+            f("callstream_op_id", "HAS_PROPERTY", json!({})),
+            vec![0, 1],
+        ),
+        (
+            "NOT_HAS_PROPERTY",
+            f("callstream_op_id", "NOT_HAS_PROPERTY", json!({})),
+            vec![2],
+        ),
+        (
+            "CONTAINS_TOKEN",
+            f(
+                "hs_task_subject",
+                "CONTAINS_TOKEN",
+                json!({"value": "back"}),
+            ),
+            vec![2],
+        ),
+        (
+            "association",
+            f("associations.contact", "EQ", json!({"value": "c-2"})),
+            vec![1],
+        ),
         ("no filters: all", body(json!({})), vec![0, 1, 2]),
     ];
     for (name, b, want) in cases {
@@ -95,14 +147,20 @@ fn groups_or_filters_and() {
 #[test]
 fn refusals() {
     let o = task(0, &[], None);
-    let bad_op = body(json!({"filterGroups": [{"filters": [{"propertyName": "a", "operator": "LIKE", "value": "1"}]}]}));
+    let bad_op = body(
+        json!({"filterGroups": [{"filters": [{"propertyName": "a", "operator": "LIKE", "value": "1"}]}]}),
+    );
     assert!(bad_op.matches(&o).is_err());
-    let no_value = body(json!({"filterGroups": [{"filters": [{"propertyName": "a", "operator": "EQ"}]}]}));
+    let no_value =
+        body(json!({"filterGroups": [{"filters": [{"propertyName": "a", "operator": "EQ"}]}]}));
     assert!(no_value.matches(&o).is_err());
     let groups: Vec<serde_json::Value> = (0..6).map(|_| json!({"filters": []})).collect();
     assert!(body(json!({"filterGroups": groups})).check().is_err());
     assert!(body(json!({"after": "x"})).page().is_err());
-    assert_eq!(body(json!({"limit": 1000, "after": "20"})).page().unwrap(), (20, MAX_LIMIT));
+    assert_eq!(
+        body(json!({"limit": 1000, "after": "20"})).page().unwrap(),
+        (20, MAX_LIMIT)
+    );
     assert_eq!(body(json!({})).page().unwrap(), (0, DEFAULT_LIMIT));
 }
 

@@ -164,11 +164,11 @@ impl CrmState {
         let b = self.behaviour();
         let window = Duration::from_millis(b.rate_limit_window_ms);
         let mut g = lock(&self.0.gate);
-        let left = g
-            .limits
-            .entry(token.to_string())
-            .or_default()
-            .admit(now, window, b.rate_limit_max)?;
+        let left =
+            g.limits
+                .entry(token.to_string())
+                .or_default()
+                .admit(now, window, b.rate_limit_max)?;
         let index = g.next_request;
         g.next_request += 1;
         let mut seed = [0u8; 32];
