@@ -65,14 +65,24 @@ impl Stores {
     /// The changes of the open transaction, with their current values, for
     /// the changelog. The transaction's undo log is kept until `committed`.
     pub fn pending_changes(&self) -> Vec<Change> {
-        self.undo
-            .keys()
-            .map(|(store, key)| Change {
-                store: *store,
-                key: key.clone(),
-                value: self.maps[*store].get(key).cloned(),
+        let mut changes = Vec::with_capacity(self.undo.len());
+        self.for_each_pending(|store, key, value| {
+            changes.push(Change {
+                store,
+                key: key.to_vec(),
+                value: value.map(<[u8]>::to_vec),
             })
-            .collect()
+        });
+        changes
+    }
+
+    /// `pending_changes` without copying them: `f(store, key, current value)`
+    /// for every key changed in the open transaction (the commit path writes
+    /// them straight to the changelog producer, which copies them anyway).
+    pub fn for_each_pending(&self, mut f: impl FnMut(usize, &[u8], Option<&[u8]>)) {
+        for (store, key) in self.undo.keys() {
+            f(*store, key, self.maps[*store].get(key).map(Vec::as_slice));
+        }
     }
 
     /// The transaction committed: its changes are durable.

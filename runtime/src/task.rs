@@ -99,6 +99,11 @@ impl Task {
         self.stores.pending_changes()
     }
 
+    /// The open transaction's changes, borrowed: `f(store, key, value)`.
+    pub fn for_each_pending_change(&self, f: impl FnMut(usize, &[u8], Option<&[u8]>)) {
+        self.stores.for_each_pending(f);
+    }
+
     pub fn committed(&mut self) {
         self.stores.committed();
     }

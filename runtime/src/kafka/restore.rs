@@ -37,6 +37,24 @@ type RestoreConsumer = BaseConsumer<RestoreContext>;
 
 const WATERMARK_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// The low and high watermarks of a partition. A changelog created moments
+/// ago (at start-up) may have no leader yet: those answers are retried
+/// until the watermark timeout, not reported as a failed restore.
+fn watermarks(consumer: &RestoreConsumer, topic: &str, partition: i32) -> Result<(i64, i64), KafkaError> {
+    use rdkafka::error::RDKafkaErrorCode::{LeaderNotAvailable, NotLeaderForPartition, UnknownTopicOrPartition};
+    let deadline = Instant::now() + WATERMARK_TIMEOUT;
+    loop {
+        match consumer.fetch_watermarks(topic, partition, WATERMARK_TIMEOUT) {
+            Err(KafkaError::MetadataFetch(LeaderNotAvailable | NotLeaderForPartition | UnknownTopicOrPartition))
+                if Instant::now() < deadline =>
+            {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            other => return other,
+        }
+    }
+}
+
 fn restore_consumer(config: &RuntimeConfig, group: &str) -> Result<RestoreConsumer, KafkaError> {
     let mut consumer_config = config.kafka.consumer_config(group);
     consumer_config
@@ -67,7 +85,7 @@ fn read_to_end(
     let mut ends = Vec::new();
     let mut assignment = TopicPartitionList::new();
     for (topic, partition) in partitions {
-        let (low, high) = consumer.fetch_watermarks(topic, *partition, WATERMARK_TIMEOUT)?;
+        let (low, high) = watermarks(consumer, topic, *partition)?;
         ends.push(((topic.clone(), *partition), high));
         if high > low {
             remaining.insert((topic.clone(), *partition), high);
