@@ -174,11 +174,21 @@ pub async fn send_command(
     Ok(())
 }
 
-/// Sets the tenant's shadow mode on the control topic.
+/// Sets `TENANT`'s shadow mode on the control topic.
 pub async fn set_shadow(producer: &FutureProducer, topics: &Topics, on: bool) -> Result<()> {
+    set_shadow_for(producer, topics, TENANT, on).await
+}
+
+/// Sets a tenant's shadow mode on the control topic.
+pub async fn set_shadow_for(
+    producer: &FutureProducer,
+    topics: &Topics,
+    tenant: &str,
+    on: bool,
+) -> Result<()> {
     let change = ControlChange {
         event_id: Uuid::new_v4(),
-        tenant_id: TENANT.into(),
+        tenant_id: tenant.into(),
         occurred_at: Utc::now(),
         causation_id: None,
         correlation_id: None,
