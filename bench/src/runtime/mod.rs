@@ -27,7 +27,7 @@ use tracing::info;
 use crate::report::Report;
 
 use self::instance::{Mode, Names};
-use self::throughput::{Load, Throughput};
+use self::throughput::{Load, Throughput, Until};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Phase {
@@ -69,6 +69,11 @@ pub struct Args {
     /// Seconds of the latency run.
     #[arg(long, default_value_t = 10)]
     latency_seconds: u64,
+    /// When the throughput clock stops: the N-th output visible to a
+    /// `read_committed` reader running beside it, or the processor's own
+    /// commit of the N-th input (outputs then counted afterwards).
+    #[arg(long, value_enum, default_value_t = Until::Visible)]
+    until: Until,
     /// Which phases to run, comma-separated.
     #[arg(long, value_delimiter = ',', default_values = ["eos", "alo", "restore", "latency"])]
     phases: Vec<Phase>,
@@ -118,6 +123,7 @@ fn run_phases(
         keys: args.keys,
         partitions: args.partitions,
         timeout: Duration::from_secs(args.timeout_s),
+        until: args.until,
     };
     report.emit("records", args.records as f64, "records")?;
     report.emit("partitions", f64::from(args.partitions), "partitions")?;

@@ -4,11 +4,15 @@
 //!
 //! The clock starts when the processor handles its first record (so group
 //! join and the empty-store restore are left out, and reported apart as
-//! `startup`) and stops when the reader has seen the N-th output: the commit
-//! tail is inside the measurement, and a record counts only once a
-//! `read_committed` consumer can see its output. The reader runs during the
-//! measurement on the same machine; it costs about a microsecond of CPU per
-//! record (measured with it, in `cpu`).
+//! `startup`). By default (`--until visible`) it stops when a
+//! `read_committed` reader has seen the N-th output: the commit tail is
+//! inside the measurement and a record counts only once a downstream
+//! consumer can see its output. That reader runs beside the processor on the
+//! same two cores (about a sixth of the benchmark process's CPU, by
+//! profile); `--until committed` stops the clock at the processor's own
+//! commit of the N-th input instead and reads the outputs afterwards.
+//! Either way every output must be visible in the end, and the count seen
+//! (`outputs_visible`) shows duplicates.
 
 use std::io::Write as _;
 use std::time::{Duration, Instant};
@@ -54,8 +58,23 @@ pub struct Load {
     pub partitions: i32,
     /// How long to wait for the outputs before giving up.
     pub timeout: Duration,
+    pub until: Until,
 }
 
+/// When the clock stops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Until {
+    /// When a `read_committed` reader, running during the measurement, has
+    /// seen the N-th output (end to end; the reader's CPU counts against it).
+    Visible,
+    /// When the processor's commit of the N-th input has returned, by its
+    /// own metrics; the outputs are read and counted afterwards, untimed.
+    Committed,
+}
+
+/// How long to wait for the commit of the last input before concluding it
+/// had returned before the last input was seen handled.
+const FINAL_COMMIT_WAIT: Duration = Duration::from_secs(2);
 /// How long to keep reading after the N-th output, to see duplicates.
 const DRAIN: Duration = Duration::from_millis(500);
 const PROGRESS_EVERY: Duration = Duration::from_secs(5);
@@ -89,17 +108,70 @@ pub fn measure(
     let cpu_before = Usage::now();
     let started = Instant::now();
     let mut instance = Instance::start(settings, names, mode)?;
+    let timed = match load.until {
+        Until::Visible => until_visible(&mut instance, &reader, load, started)?,
+        Until::Committed => until_committed(&mut instance, load, started)?,
+    };
+    let cpu = Usage::now().since(&cpu_before);
+    // Untimed: every output must be visible (in `committed` mode the reader
+    // starts only now), then a little longer, to see duplicates.
+    let mut seen = timed.seen;
+    let verify_until = Instant::now() + load.timeout;
+    while seen < load.records && Instant::now() < verify_until {
+        instance.check()?;
+        seen += read_some(&reader, Duration::from_millis(50));
+    }
+    let drain_until = Instant::now() + DRAIN;
+    while Instant::now() < drain_until {
+        seen += read_some(&reader, Duration::from_millis(50));
+    }
+    let (first, end) = (timed.first, timed.end);
+    let commits = instance.metrics.commits.get();
+    let mean_commit_ms = instance.mean_commit_ms();
+    instance.stop()?;
+    let result = Throughput {
+        records: load.records,
+        seconds: end.duration_since(first).as_secs_f64(),
+        startup_seconds: first.duration_since(started).as_secs_f64(),
+        outputs: seen,
+        commits,
+        mean_commit_ms,
+        cpu,
+    };
+    if result.outputs != result.records {
+        warn!(outputs = result.outputs, records = result.records, ?mode.guarantee,
+            "the reader saw a different number of outputs than inputs");
+    }
+    Ok(result)
+}
+
+/// When the clock started and stopped, and how many outputs were read meanwhile.
+struct Timed {
+    first: Instant,
+    end: Instant,
+    seen: u64,
+}
+
+/// Reads the outputs while the processor runs; stops the clock at the N-th.
+fn until_visible(
+    instance: &mut Instance,
+    reader: &BaseConsumer,
+    load: Load,
+    started: Instant,
+) -> Result<Timed> {
     let mut first: Option<Instant> = None;
     let mut seen: u64 = 0;
     let mut last_progress = Instant::now();
-    let end = loop {
+    loop {
         instance.check()?;
         if first.is_none() && instance.metrics.records_in.get() > 0 {
             first = Some(Instant::now());
         }
-        seen += read_some(&reader, Duration::from_millis(10));
+        seen += read_some(reader, Duration::from_millis(10));
         if seen >= load.records {
-            break Instant::now();
+            let end = Instant::now();
+            let first = first.unwrap_or(started);
+            return Ok(Timed { first, end, seen });
         }
         if started.elapsed() > load.timeout {
             bail!(
@@ -118,30 +190,57 @@ pub fn measure(
                 "running"
             );
         }
-    };
-    let cpu = Usage::now().since(&cpu_before);
-    let drain_until = Instant::now() + DRAIN;
-    while Instant::now() < drain_until {
-        seen += read_some(&reader, Duration::from_millis(50));
     }
-    let commits = instance.metrics.commits.get();
-    let mean_commit_ms = instance.mean_commit_ms();
-    instance.stop()?;
-    let first = first.unwrap_or(started);
-    let result = Throughput {
-        records: load.records,
-        seconds: end.duration_since(first).as_secs_f64(),
-        startup_seconds: first.duration_since(started).as_secs_f64(),
-        outputs: seen,
-        commits,
-        mean_commit_ms,
-        cpu,
-    };
-    if result.outputs != result.records {
-        warn!(outputs = result.outputs, records = result.records, ?mode.guarantee,
-            "the reader saw a different number of outputs than inputs");
+}
+
+/// Watches the processor's own metrics (sampled every millisecond, nothing
+/// else running beside it) and stops the clock when the commit holding the
+/// N-th input has returned. The event loop handles and commits on one
+/// thread, so the first commit counted after the N-th input is handled is
+/// that commit; if it had already returned when the N-th input was first
+/// seen, that moment (at most one sample late) is the end.
+fn until_committed(instance: &mut Instance, load: Load, started: Instant) -> Result<Timed> {
+    let mut first: Option<Instant> = None;
+    let mut reached: Option<(Instant, u64)> = None;
+    let mut last_progress = Instant::now();
+    loop {
+        instance.check()?;
+        // Commits before records: see the argument above.
+        let commits = instance.metrics.commits.get();
+        let handled = instance.metrics.records_in.get();
+        let now = Instant::now();
+        if first.is_none() && handled > 0 {
+            first = Some(now);
+        }
+        if handled >= load.records {
+            let (at, commits_then) = *reached.get_or_insert((now, commits));
+            let end = if commits > commits_then {
+                Some(now)
+            } else {
+                (now.duration_since(at) > FINAL_COMMIT_WAIT).then_some(at)
+            };
+            if let Some(end) = end {
+                let first = first.unwrap_or(started);
+                return Ok(Timed {
+                    first,
+                    end,
+                    seen: 0,
+                });
+            }
+        }
+        if started.elapsed() > load.timeout {
+            bail!(
+                "the processor handled {handled} of {} inputs in {:?}",
+                load.records,
+                load.timeout
+            );
+        }
+        if last_progress.elapsed() >= PROGRESS_EVERY {
+            last_progress = Instant::now();
+            info!(handled, commits, "running");
+        }
+        std::thread::sleep(Duration::from_millis(1));
     }
-    Ok(result)
 }
 
 /// Reads what is there (waiting at most `wait` for the first record) and
