@@ -134,7 +134,19 @@ impl Ctx {
             s.callbacks_delayed += u64::from(d.delayed && !d.duplicate);
             s.callbacks_reordered += u64::from(d.reordered && !d.duplicate);
         });
-        let sent_at = Utc::now();
+        // Listed in the Events subresource from the moment it is sent, so a
+        // lookup racing the request still sees the callback URL.
+        let store = self.state.store();
+        let request = SentRequest {
+            params,
+            sent_at: Utc::now(),
+            response_code: None,
+            elapsed_ms: 0,
+        };
+        let slot = store.update(self.generation, &self.call.sid, |c| {
+            c.requests.push(request);
+            c.requests.len() - 1
+        });
         let clock = Instant::now();
         let client = &self.state.0.client;
         let code = post(&self.b, self.b.callback_retries, || {
@@ -147,16 +159,15 @@ impl Ctx {
         })
         .await;
         let delivered = code.is_some_and(|c| (200..300).contains(&c));
-        let request = SentRequest {
-            params,
-            sent_at,
-            response_code: code,
-            elapsed_ms: u64::try_from(clock.elapsed().as_millis()).unwrap_or(u64::MAX),
-        };
-        let store = self.state.store();
-        store.update(self.generation, &self.call.sid, |c| {
-            c.requests.push(request)
-        });
+        let elapsed_ms = u64::try_from(clock.elapsed().as_millis()).unwrap_or(u64::MAX);
+        if let Some(slot) = slot {
+            store.update(self.generation, &self.call.sid, |c| {
+                if let Some(r) = c.requests.get_mut(slot) {
+                    r.response_code = code;
+                    r.elapsed_ms = elapsed_ms;
+                }
+            });
+        }
         store.count(self.generation, |s| {
             s.callbacks_delivered += u64::from(delivered);
             s.callbacks_failed += u64::from(!delivered);
