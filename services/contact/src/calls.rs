@@ -15,11 +15,11 @@ use callstream_domain::workflow::WorkflowState;
 use callstream_runtime::ProcessError;
 use callstream_schemas::{CallEvent, CallOutcome, JobState};
 use chrono_tz::Tz;
-use tracing::{debug, warn};
 
 use crate::decisions::{apply, CallFacts};
 use crate::ids;
 use crate::jobs::Step;
+use crate::telemetry::Ids;
 
 /// The outcome of a call event, from the one shared normaliser.
 pub fn outcome_of(event: &CallEvent) -> Result<Outcome, ProcessError> {
@@ -66,10 +66,7 @@ pub fn handle(step: &mut Step<'_, '_>, event: &CallEvent) -> Result<bool, Proces
         .dedupe
         .observe(&event.event_id.to_string(), Some((&event.call_id, outcome)));
     if verdict.is_duplicate() {
-        debug!(
-            tenant = %event.tenant_id, contact = %event.contact_id, event_id = %event.event_id,
-            verdict = ?verdict, "duplicate call event; nothing to do"
-        );
+        step.metrics.duplicate(&ids_of(event), "call_event");
         return Ok(false);
     }
     if let Some(zone) = event
@@ -173,12 +170,16 @@ pub fn handle(step: &mut Step<'_, '_>, event: &CallEvent) -> Result<bool, Proces
 /// Counts and logs a rejected transition; nothing else changes.
 fn reject(step: &mut Step<'_, '_>, event: &CallEvent, code: &str, detail: &str) {
     step.contact.rejected_transitions = step.contact.rejected_transitions.saturating_add(1);
-    warn!(
-        tenant = %event.tenant_id, contact = %event.contact_id, event_id = %event.event_id,
-        call_id = %event.call_id, reason = code, detail,
-        rejected_total = step.contact.rejected_transitions,
-        "workflow transition rejected; not applied"
-    );
+    let total = step.contact.rejected_transitions;
+    step.metrics.rejected(&ids_of(event), code, detail, total);
+}
+
+fn ids_of(event: &CallEvent) -> Ids<'_> {
+    Ids {
+        tenant: &event.tenant_id,
+        contact: &event.contact_id,
+        event_id: event.event_id,
+    }
 }
 
 /// What the lead said, for the policy: a callback phrase is read in the

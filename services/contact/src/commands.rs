@@ -20,6 +20,7 @@ use tracing::debug;
 use crate::jobs::{NewJob, Step};
 use crate::out::{Audit, ExceptionCase};
 use crate::state::Hold;
+use crate::telemetry::Ids;
 
 /// Handles a command; `Ok(false)` when it changed nothing (a duplicate, or
 /// a kind another processor handles).
@@ -42,7 +43,7 @@ pub fn handle(step: &mut Step<'_, '_>, cmd: &ContactCommand) -> Result<bool, Pro
         .observe(&cmd.event_id.to_string(), None)
         .is_duplicate()
     {
-        debug!(command_id = %cmd.event_id, kind = %cmd.kind, "duplicate command; nothing to do");
+        step.metrics.duplicate(&ids_of(cmd), "contact_command");
         return Ok(false);
     }
     match cmd.kind {
@@ -57,6 +58,15 @@ pub fn handle(step: &mut Step<'_, '_>, cmd: &ContactCommand) -> Result<bool, Pro
         _ => {}
     }
     Ok(true)
+}
+
+/// The ids a telemetry line about `cmd` names.
+pub fn ids_of(cmd: &ContactCommand) -> Ids<'_> {
+    Ids {
+        tenant: &cmd.tenant_id,
+        contact: &cmd.contact_id,
+        event_id: cmd.event_id,
+    }
 }
 
 fn leave(cmd: &ContactCommand) -> bool {

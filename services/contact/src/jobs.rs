@@ -17,6 +17,7 @@ use crate::config::ContactConfig;
 use crate::out::Outbox;
 use crate::settings::ControlRead;
 use crate::state::{Contact, Job};
+use crate::telemetry::{ContactMetrics, DecisionKind};
 
 /// One handler call: the contact being changed, the settings in force and
 /// the outbox for what the change emits.
@@ -25,6 +26,7 @@ pub struct Step<'s, 'o> {
     pub control: &'s dyn ControlRead,
     pub config: &'s ContactConfig,
     pub out: &'s mut Outbox<'o>,
+    pub metrics: &'s ContactMetrics,
     /// Set when a job waits for a pause to lift: the processor arms the re-check timer.
     pub recheck_pauses: bool,
 }
@@ -90,6 +92,7 @@ impl Step<'_, '_> {
         };
         self.out.plan(&job, &zone, window_to_wire(&rules.window))?;
         let id = job.job_id;
+        self.metrics.decision(DecisionKind::Plan, id, &job.reason);
         self.contact.jobs.push(job);
         Ok(id)
     }
@@ -110,6 +113,7 @@ impl Step<'_, '_> {
         job.set_state(JobState::Cancelled, reason, detail, at);
         job.cause = cause;
         let job = job.clone();
+        self.metrics.decision(DecisionKind::Cancel, job_id, reason);
         if tell_scheduler {
             self.out.cancel(&job)?;
         }
@@ -153,6 +157,7 @@ impl Step<'_, '_> {
             job.replaced_by = Some(new.job_id);
             job.cause = cause;
             let job = job.clone();
+            self.metrics.decision(DecisionKind::Move, old, &reason);
             if was_planned {
                 self.out.cancel(&job)?;
             }

@@ -17,6 +17,7 @@ use uuid::Uuid;
 use crate::guards::{self, GuardInput, Verdict};
 use crate::ids;
 use crate::jobs::{NewJob, Step};
+use crate::telemetry::DecisionKind;
 
 /// Handles `launch_due`; `Ok(false)` for a duplicate.
 pub fn launch_due(step: &mut Step<'_, '_>, cmd: &ContactCommand) -> Result<bool, ProcessError> {
@@ -29,7 +30,8 @@ pub fn launch_due(step: &mut Step<'_, '_>, cmd: &ContactCommand) -> Result<bool,
         .observe(&cmd.event_id.to_string(), None)
         .is_duplicate()
     {
-        debug!(command_id = %cmd.event_id, %job_id, "duplicate launch_due; nothing to do");
+        step.metrics
+            .duplicate(&crate::commands::ids_of(cmd), "launch_due");
         return Ok(false);
     }
     let Some(job) = step.contact.job(job_id).cloned() else {
@@ -81,6 +83,7 @@ pub fn launch_due(step: &mut Step<'_, '_>, cmd: &ContactCommand) -> Result<bool,
                 j.set_state(JobState::Held, reason, Some(detail), at);
                 j.cause = cause;
             }
+            step.metrics.decision(DecisionKind::Hold, job_id, reason);
             step.recheck_pauses = true;
         }
         Verdict::Replan {
@@ -129,7 +132,14 @@ fn launch(
         // The guards passed but the workflow cannot dispatch from where it
         // is: do not call, and say why.
         step.contact.rejected_transitions = step.contact.rejected_transitions.saturating_add(1);
-        warn!(%job_id, reason = rejected.reason_code(), "launch rejected by the workflow");
+        let ids = crate::telemetry::Ids {
+            tenant: &step.contact.tenant_id,
+            contact: &step.contact.contact_id,
+            event_id: step.out.cause.event_id,
+        };
+        let total = step.contact.rejected_transitions;
+        step.metrics
+            .rejected(&ids, rejected.reason_code(), &rejected.to_string(), total);
         let reason = format!("workflow_{}", rejected.reason_code());
         return step.cancel(job_id, &reason, Some(rejected.to_string()), true);
     }
@@ -145,6 +155,8 @@ fn launch(
     job.set_state(JobState::Launched, "launched", None, at);
     job.cause = cause;
     let job = job.clone();
+    step.metrics
+        .decision(DecisionKind::Launch, job_id, "launched");
     let env = step.out.envelope(&["launch-command", &job_id.to_string()]);
     step.out.launch(&LaunchCommand {
         event_id: env.event_id,

@@ -29,6 +29,7 @@ pub mod processor;
 pub mod settings;
 mod snapshot;
 pub mod state;
+pub mod telemetry;
 
 use callstream_platform::Topics;
 use callstream_runtime::{Processor, ProcessorSpec};
@@ -36,11 +37,19 @@ use callstream_runtime::{Processor, ProcessorSpec};
 pub use config::{ContactConfig, ContactTopics, APP_ID, CONTACTS_STORE};
 pub use processor::{ContactProcessor, PAUSE_RECHECK_TIMER};
 pub use settings::{ControlRead, ControlSource};
+pub use telemetry::ContactMetrics;
 
-/// The contact processor, reading `control` through the runtime's global table.
+/// The contact processor, reading `control` through the runtime's global
+/// table; its counters are not registered anywhere.
 pub fn processor(config: ContactConfig) -> impl Processor {
+    processor_with_metrics(config, ContactMetrics::default())
+}
+
+/// The contact processor counting into `metrics` (register them with
+/// [`ContactMetrics::register`] on the registry that `/metrics` serves).
+pub fn processor_with_metrics(config: ContactConfig, metrics: ContactMetrics) -> impl Processor {
     let control = callstream_control::ControlTable::new(config.topics.control.clone());
-    ContactProcessor::new(config, control)
+    ContactProcessor::new(config, control, metrics)
 }
 
 /// The processor's inputs, store and global table for `topics`; `app_id`

@@ -20,6 +20,7 @@ use crate::jobs::Step;
 use crate::out::Outbox;
 use crate::settings::ControlSource;
 use crate::state::{Cause, Contact};
+use crate::telemetry::ContactMetrics;
 use crate::{calls, commands, launch, snapshot};
 
 /// Name of the wall-clock timer that re-checks jobs held by a pause.
@@ -29,11 +30,16 @@ pub const PAUSE_RECHECK_TIMER: &str = "pause-recheck";
 pub struct ContactProcessor<C> {
     config: ContactConfig,
     control: C,
+    metrics: ContactMetrics,
 }
 
 impl<C: ControlSource> ContactProcessor<C> {
-    pub fn new(config: ContactConfig, control: C) -> Self {
-        Self { config, control }
+    pub fn new(config: ContactConfig, control: C, metrics: ContactMetrics) -> Self {
+        Self {
+            config,
+            control,
+            metrics,
+        }
     }
 
     pub fn config(&self) -> &ContactConfig {
@@ -90,6 +96,7 @@ impl<C: ControlSource> ContactProcessor<C> {
                 control: control.as_ref(),
                 config: &self.config,
                 out: &mut out,
+                metrics: &self.metrics,
                 recheck_pauses: false,
             };
             let changed = match input {

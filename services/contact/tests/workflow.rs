@@ -87,6 +87,44 @@ fn a_late_progress_report_is_rejected_and_counted_not_applied() {
 }
 
 #[test]
+fn decisions_duplicates_and_rejections_are_counted() {
+    let metrics = callstream_contact::ContactMetrics::default();
+    let mut registry = prometheus_client::registry::Registry::default();
+    metrics.register(&mut registry);
+    let mut h = harness_with(metrics);
+    let launch = h.launched("c1");
+    let busy = call_event(
+        "c1",
+        "CA1",
+        Some(launch.launch_id),
+        "busy",
+        None,
+        t0() + minutes(7),
+    );
+    h.call(&busy);
+    h.call(&busy);
+    h.call(&call_event(
+        "c1",
+        "CA1",
+        Some(launch.launch_id),
+        "ringing",
+        None,
+        t0() + minutes(6),
+    ));
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+    for line in [
+        r#"contact_decisions_total{kind="plan",reason="campaign_entry"} 1"#,
+        r#"contact_decisions_total{kind="launch",reason="launched"} 1"#,
+        r#"contact_decisions_total{kind="plan",reason="busy_retry"} 1"#,
+        r#"contact_duplicates_total{input="call_event"} 1"#,
+        r#"contact_rejected_transitions_total{reason="stale_step"} 1"#,
+    ] {
+        assert!(text.contains(line), "{line} missing from\n{text}");
+    }
+}
+
+#[test]
 fn a_second_result_for_the_same_call_is_rejected() {
     let mut h = harness();
     let analysis = CallAnalysis::default();

@@ -3,7 +3,7 @@
 //! what went out. Times are fixed instants, so every test is deterministic.
 #![allow(dead_code, clippy::unwrap_used)]
 
-use callstream_contact::{processor, spec, ContactConfig, APP_ID};
+use callstream_contact::{processor_with_metrics, spec, ContactConfig, ContactMetrics, APP_ID};
 use callstream_platform::Topics;
 use callstream_runtime::{header, Input, Processor, TestDriver};
 use callstream_schemas::*;
@@ -39,10 +39,15 @@ pub struct Harness<P: Processor> {
 }
 
 pub fn harness() -> Harness<impl Processor> {
+    harness_with(ContactMetrics::default())
+}
+
+/// A harness whose processor counts into `metrics`.
+pub fn harness_with(metrics: ContactMetrics) -> Harness<impl Processor> {
     let topics = Topics::with_prefix("");
     let config = ContactConfig::new(&topics);
     let driver = TestDriver::new(
-        processor(config.clone()),
+        processor_with_metrics(config.clone(), metrics),
         spec(&topics, APP_ID),
         4,
         t0().timestamp_millis(),
