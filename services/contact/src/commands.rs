@@ -13,7 +13,7 @@ use callstream_domain::workflow::WorkflowState;
 use callstream_runtime::ProcessError;
 use callstream_schemas::{
     Actor, AuditResult, ContactCommand, ContactCommandKind, ExceptionStatus, ExceptionType,
-    JobOrigin,
+    JobOrigin, JobState,
 };
 use tracing::debug;
 
@@ -131,11 +131,12 @@ fn launch_request(step: &mut Step<'_, '_>, cmd: &ContactCommand) -> Result<(), P
     if let Some(barred) = step.contact.barred_reason() {
         return audit(step, cmd, AuditResult::Rejected, barred, None);
     }
-    let active_in_campaign = step
-        .contact
-        .jobs
-        .iter()
-        .any(|j| j.is_active() && j.campaign_id == campaign);
+    // A call of the campaign still to be made, or made and without its
+    // result yet: a second entry would call the lead twice.
+    let active_in_campaign = step.contact.jobs.iter().any(|j| {
+        j.campaign_id == campaign
+            && (j.is_active() || (j.state == JobState::Launched && j.outcome.is_none()))
+    });
     if active_in_campaign {
         let detail = format!("a call in campaign {campaign} is already planned");
         return audit(

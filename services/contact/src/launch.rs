@@ -75,7 +75,10 @@ pub fn launch_due(step: &mut Step<'_, '_>, cmd: &ContactCommand) -> Result<bool,
     });
     match verdict {
         Verdict::Launch { expires_at } => launch(step, job_id, slot_at, expires_at)?,
-        Verdict::Cancel { reason, detail } => step.cancel(job_id, reason, Some(detail), true)?,
+        Verdict::Cancel { reason, detail } => {
+            step.cancel(job_id, reason, Some(detail), true)?;
+            end_step_if_idle(step, reason);
+        }
         Verdict::Hold { reason } => {
             let (at, cause) = (step.out.at, step.out.cause);
             if let Some(j) = step.contact.job_mut(job_id) {
@@ -115,6 +118,22 @@ pub fn launch_due(step: &mut Step<'_, '_>, cmd: &ContactCommand) -> Result<bool,
         }
     }
     Ok(true)
+}
+
+/// After a launch-time cancel with nothing else planned, the step is over:
+/// held for a person when calls are held, else failed (the contact cannot
+/// be called). A step with other jobs still planned goes on.
+fn end_step_if_idle(step: &mut Step<'_, '_>, reason: &str) {
+    let workflow = step.contact.workflow;
+    if workflow.state() != WorkflowState::Scheduled || !step.contact.active_jobs().is_empty() {
+        return;
+    }
+    let to = match reason {
+        "urgent_request_open" | "calls_held" => WorkflowState::NeedsReview,
+        _ => WorkflowState::Failed,
+    };
+    // Scheduled has an edge to both within the step.
+    let _ = step.contact.workflow.apply(workflow.step(), to);
 }
 
 fn launch(

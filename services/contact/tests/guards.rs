@@ -70,6 +70,11 @@ fn barred_contacts_are_cancelled_with_the_reason() {
         let state = h.state("c1");
         assert_eq!(job(&state, plan.job_id).state, JobState::Cancelled);
         assert_eq!(job(&state, plan.job_id).reason, reason);
+        assert_eq!(
+            state.workflow_state,
+            WorkflowState::Failed,
+            "{reason}: nothing left to call"
+        );
     }
 }
 
@@ -102,6 +107,12 @@ fn an_open_urgent_request_cancels_other_jobs_but_not_the_callback_asked_for_in_t
     assert_eq!(
         (cancel.job_id, cancel.reason.as_str()),
         (other.job_id, "urgent_request_open")
+    );
+    let still = h.state("c1").workflow_state;
+    assert_eq!(
+        still,
+        WorkflowState::Scheduled,
+        "the callback is still planned"
     );
 
     let slot = callback.earliest_at.unwrap();

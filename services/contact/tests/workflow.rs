@@ -38,6 +38,38 @@ fn duplicates_by_event_id_or_by_call_and_outcome_change_nothing() {
 }
 
 #[test]
+fn a_second_entry_into_a_campaign_with_a_call_pending_is_refused() {
+    let mut h = harness();
+    let launch = h.launched("c1");
+    // A new request id while the first call is in flight, then after its result.
+    h.command(&launch_request("c1", CAMPAIGN, "r2"), t0() + minutes(6));
+    let refused = h.audits().pop().unwrap();
+    assert_eq!(
+        (refused.result, refused.reason.as_deref()),
+        (AuditResult::Rejected, Some("already_planned"))
+    );
+    h.call(&answered(
+        "c1",
+        "CA1",
+        Some(launch.launch_id),
+        CallAnalysis::default(),
+        t0() + minutes(7),
+    ));
+    h.command(&launch_request("c1", CAMPAIGN, "r3"), t0() + minutes(8));
+    let entry = h.plans().pop().unwrap();
+    assert_eq!(
+        (entry.origin, entry.attempt),
+        (JobOrigin::CampaignEntry, Some(1)),
+        "entered afresh"
+    );
+    let state = h.state("c1");
+    assert_eq!(
+        (state.workflow_state, state.workflow_step),
+        (WorkflowState::Scheduled, 1)
+    );
+}
+
+#[test]
 fn a_late_progress_report_is_rejected_and_counted_not_applied() {
     let mut h = harness();
     let launch = h.launched("c1");
