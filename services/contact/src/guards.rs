@@ -186,3 +186,47 @@ pub fn window_close(window: &CallingWindow, at: DateTime<Utc>) -> Option<DateTim
     }
     Some(closed)
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use callstream_domain::calling_window::{CampaignWindow, Days};
+    use chrono::NaiveTime;
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn window(zone: chrono_tz::Tz) -> CallingWindow {
+        let t = |h, m| NaiveTime::from_hms_opt(h, m, 0).unwrap();
+        CampaignWindow::daily(Days::WEEKDAYS, t(9, 30), t(23, 0))
+            .unwrap()
+            .in_zones(vec![zone])
+            .unwrap()
+    }
+
+    proptest! {
+        /// The expiry is the close of the open stretch the launch is in: the
+        /// window is closed there and open right before it.
+        #[test]
+        fn window_close_is_the_end_of_the_open_stretch(
+            minute in 0i64..(60 * 24 * 30),
+            zone in proptest::sample::select(vec![
+                chrono_tz::America::Chicago,
+                chrono_tz::America::Phoenix,
+                chrono_tz::America::New_York,
+            ]),
+        ) {
+            // March 2024 includes the US spring-forward.
+            let at = DateTime::from_timestamp(1_709_251_200 + minute * 60, 0).unwrap();
+            let w = window(zone);
+            prop_assume!(w.is_allowed(at));
+            let close = window_close(&w, at).unwrap();
+            prop_assert!(close > at);
+            prop_assert!(!w.is_allowed(close));
+            prop_assert!(w.is_allowed(close - TimeDelta::seconds(2)));
+            // Federal hours (21:00 local) close it, not the campaign's 23:00.
+            let local = close.with_timezone(&zone);
+            prop_assert_eq!(local.format("%H:%M").to_string(), "21:00");
+        }
+    }
+}
