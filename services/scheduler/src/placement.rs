@@ -1,0 +1,203 @@
+//! Where a planned call goes: the pure part of the scheduler.
+//!
+//! Guarantees of [`place_job`]: the slot it books starts at or after both
+//! the request's earliest time and the clock (a slot in the past would
+//! launch at once and break the rate cap), inside the calling window
+//! (campaign window bounded by federal hours, in every candidate zone of
+//! the lead), and before the horizon; a request whose earliest time is
+//! outside the window goes to the next opening plus the campaign's buffer,
+//! and says so; when nothing qualifies it books nothing and says why.
+//! Same grid, same request, same clock: same answer.
+
+use std::time::Duration;
+
+use callstream_control::settings::window_from_wire;
+use callstream_control::CampaignConfig;
+use callstream_domain::calling_window::{CallingWindow, Placement};
+use callstream_domain::slot_grid::{JobId, Refusal, Slot, SlotGrid};
+use callstream_domain::timezone::parse_zone;
+use callstream_schemas::{ScheduleRequest, ZoneSource};
+use chrono::{DateTime, TimeDelta, Utc};
+use chrono_tz::Tz;
+
+/// Reason codes, as they appear on schedule events.
+pub mod reason {
+    pub const ALLOCATED: &str = "allocated";
+    pub const MOVED_OUT_OF_WINDOW: &str = "moved_out_of_window";
+    pub const NO_FREE_SLOT: &str = "no_free_slot";
+    pub const OUTSIDE_ALL_WINDOWS: &str = "outside_all_windows";
+    pub const INVALID_REQUEST: &str = "invalid_request";
+}
+
+/// A lead's calling window and where its zone came from.
+#[derive(Debug, Clone)]
+pub struct LeadWindow {
+    pub window: CallingWindow,
+    /// The zone name(s) used, comma-separated when an area code spans zones.
+    pub zone_name: String,
+    pub source: ZoneSource,
+    /// Why the request's own zone was not used, if it was not.
+    pub note: Option<String>,
+}
+
+/// A request the scheduler cannot act on; it is refused with this.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unusable {
+    pub reason: &'static str,
+    pub detail: String,
+}
+
+/// The window of a plan request: the request's own windows, else the
+/// campaign's; in the request's zone(s), else the tenant default zone.
+pub fn lead_window(
+    request: &ScheduleRequest,
+    campaign: &CampaignConfig,
+    tenant_zone: Tz,
+) -> Result<LeadWindow, Unusable> {
+    let campaign_window = if request.windows.is_empty() {
+        campaign.window.clone()
+    } else {
+        window_from_wire(&request.windows).map_err(|e| Unusable {
+            reason: reason::INVALID_REQUEST,
+            detail: format!("the request's windows cannot be used: {e}"),
+        })?
+    };
+    let named = request.time_zone.as_deref().map(str::trim).unwrap_or("");
+    let (zones, source, note) = if named.is_empty() {
+        (vec![tenant_zone], ZoneSource::TenantDefault, None)
+    } else {
+        match named
+            .split(',')
+            .map(parse_zone)
+            .collect::<Result<Vec<_>, _>>()
+        {
+            Ok(zones) => (
+                zones,
+                request.time_zone_source.unwrap_or(ZoneSource::Unknown),
+                None,
+            ),
+            Err(error) => (
+                vec![tenant_zone],
+                ZoneSource::TenantDefault,
+                Some(format!("{error}; the tenant default zone is used")),
+            ),
+        }
+    };
+    let zone_name = zones.iter().map(|z| z.name()).collect::<Vec<_>>().join(",");
+    let window = campaign_window.in_zones(zones).map_err(|e| Unusable {
+        reason: reason::INVALID_REQUEST,
+        detail: e.to_string(),
+    })?;
+    Ok(LeadWindow {
+        window,
+        zone_name,
+        source,
+        note,
+    })
+}
+
+/// What [`place_job`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Allocated {
+        slot: Slot,
+        reason: &'static str,
+        detail: String,
+    },
+    Refused {
+        reason: &'static str,
+        detail: String,
+    },
+    /// The job already holds this slot (nothing changed).
+    AlreadyBooked(Slot),
+}
+
+/// The timing of one placement.
+#[derive(Debug, Clone, Copy)]
+pub struct Timing {
+    /// The request's earliest allowed time.
+    pub earliest: DateTime<Utc>,
+    /// The clock: no slot before it.
+    pub now: DateTime<Utc>,
+    /// How far past the start the search goes.
+    pub horizon: Duration,
+    /// Buffer after a window opening for a request outside its window.
+    pub move_buffer: Duration,
+}
+
+fn plus(at: DateTime<Utc>, span: Duration) -> DateTime<Utc> {
+    TimeDelta::from_std(span)
+        .ok()
+        .and_then(|d| at.checked_add_signed(d))
+        .unwrap_or(DateTime::<Utc>::MAX_UTC)
+}
+
+fn stamp(at: DateTime<Utc>) -> String {
+    at.format("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+/// Books `job` on `grid` (see the module guarantees).
+pub fn place_job(
+    grid: &mut SlotGrid,
+    job: JobId,
+    window: &CallingWindow,
+    timing: Timing,
+) -> Outcome {
+    let start = timing.earliest.max(timing.now);
+    let horizon = plus(start, timing.horizon);
+    let (from, reason, mut detail) = match window.place(start, timing.move_buffer, horizon) {
+        Placement::InWindow { at } => (at, reason::ALLOCATED, String::new()),
+        Placement::Moved { at, opening } => (
+            at,
+            reason::MOVED_OUT_OF_WINDOW,
+            format!(
+                "{} is outside the calling window; moved to the next opening {} plus {} min",
+                stamp(start),
+                stamp(opening),
+                timing.move_buffer.as_secs() / 60
+            ),
+        ),
+        Placement::NoOpening => {
+            return Outcome::Refused {
+                reason: reason::OUTSIDE_ALL_WINDOWS,
+                detail: format!(
+                    "the calling window does not open between {} and {}",
+                    stamp(start),
+                    stamp(horizon)
+                ),
+            }
+        }
+    };
+    if timing.earliest < timing.now {
+        let late = format!(
+            "earliest {} had passed; placed from {}",
+            stamp(timing.earliest),
+            stamp(timing.now)
+        );
+        detail = if detail.is_empty() {
+            late
+        } else {
+            format!("{late}; {detail}")
+        };
+    }
+    match grid.allocate(job, from, window, horizon) {
+        Ok(slot) => Outcome::Allocated {
+            slot,
+            reason,
+            detail,
+        },
+        Err(Refusal::AlreadyBooked { slot }) => Outcome::AlreadyBooked(slot),
+        Err(Refusal::NoFreeSlot { earliest, horizon }) => Outcome::Refused {
+            reason: reason::NO_FREE_SLOT,
+            detail: format!(
+                "no free slot inside the calling window between {} and {}",
+                stamp(earliest),
+                stamp(horizon)
+            ),
+        },
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests;

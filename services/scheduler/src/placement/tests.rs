@@ -1,0 +1,276 @@
+use super::*;
+use callstream_domain::calling_window::{CampaignWindow, Days};
+use callstream_domain::slot_grid::GridConfig;
+use callstream_domain::Availability;
+use callstream_schemas::{CallingWindow as WireWindow, JobOrigin, ScheduleRequestKind};
+use chrono::{NaiveTime, TimeZone};
+use chrono_tz::America::Chicago;
+use proptest::prelude::*;
+use uuid::Uuid;
+
+fn chicago(y: i32, mo: u32, d: u32, h: u32, mi: u32) -> DateTime<Utc> {
+    Chicago
+        .with_ymd_and_hms(y, mo, d, h, mi, 0)
+        .unwrap()
+        .with_timezone(&Utc)
+}
+
+fn weekday_window() -> CallingWindow {
+    CampaignWindow::daily(
+        Days::WEEKDAYS,
+        NaiveTime::from_hms_opt(9, 0, 0).unwrap(),
+        NaiveTime::from_hms_opt(17, 0, 0).unwrap(),
+    )
+    .unwrap()
+    .in_zones(vec![Chicago])
+    .unwrap()
+}
+
+fn grid(capacity: u32) -> SlotGrid {
+    SlotGrid::new(GridConfig {
+        slot_seconds: 75,
+        capacity_per_slot: capacity,
+    })
+    .unwrap()
+}
+
+fn timing(earliest: DateTime<Utc>, now: DateTime<Utc>) -> Timing {
+    Timing {
+        earliest,
+        now,
+        horizon: Duration::from_secs(7 * 24 * 3600),
+        move_buffer: Duration::from_secs(15 * 60),
+    }
+}
+
+fn job(n: u128) -> Uuid {
+    Uuid::from_u128(n)
+}
+
+/// Name, earliest, clock, expected reason, expected first slot time.
+type Case = (
+    &'static str,
+    DateTime<Utc>,
+    DateTime<Utc>,
+    &'static str,
+    Option<DateTime<Utc>>,
+);
+
+#[test]
+fn placements_for_every_branch() {
+    // Friday 2024-06-07 and the Saturday after; the window is weekdays 09-17 Chicago.
+    let fri_10 = chicago(2024, 6, 7, 10, 0);
+    let sat_11 = chicago(2024, 6, 8, 11, 0);
+    let mon_open_plus_buffer = chicago(2024, 6, 10, 9, 15);
+    let cases: Vec<Case> = vec![
+        ("in window", fri_10, fri_10, reason::ALLOCATED, Some(fri_10)),
+        (
+            "Saturday retry moves to Monday's opening plus the buffer",
+            sat_11,
+            fri_10,
+            reason::MOVED_OUT_OF_WINDOW,
+            Some(mon_open_plus_buffer),
+        ),
+        (
+            "an earliest time in the past starts from the clock",
+            chicago(2024, 6, 6, 10, 0),
+            fri_10,
+            reason::ALLOCATED,
+            Some(fri_10),
+        ),
+        (
+            "federal hours bound the window: 06:00 moves to the opening",
+            chicago(2024, 6, 7, 6, 0),
+            chicago(2024, 6, 7, 5, 0),
+            reason::MOVED_OUT_OF_WINDOW,
+            Some(chicago(2024, 6, 7, 9, 15)),
+        ),
+    ];
+    for (name, earliest, now, expected_reason, expected_at) in cases {
+        let mut g = grid(1);
+        match place_job(&mut g, job(1), &weekday_window(), timing(earliest, now)) {
+            Outcome::Allocated {
+                slot,
+                reason,
+                detail,
+            } => {
+                assert_eq!(reason, expected_reason, "{name}: {detail}");
+                // The slot is the first one starting at or after the expected time.
+                let first = g
+                    .slot_start(g.slot_index_at_or_after(expected_at.unwrap()))
+                    .unwrap();
+                assert_eq!(slot.start, first, "{name}");
+                assert!(slot.start >= earliest.max(now), "{name}");
+            }
+            other => panic!("{name}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn a_full_slot_sends_the_next_job_to_the_next_free_one_and_the_horizon_refuses() {
+    let mut g = grid(1);
+    // The second-to-last slot that starts before Friday's 17:00 close.
+    let close = chicago(2024, 6, 7, 17, 0);
+    let start = g.slot_start(g.slot_index_at_or_after(close) - 2).unwrap();
+    let t = Timing {
+        horizon: Duration::from_secs(3600),
+        ..timing(start, start)
+    };
+    let first = place_job(&mut g, job(1), &weekday_window(), t);
+    let second = place_job(&mut g, job(2), &weekday_window(), t);
+    let (Outcome::Allocated { slot: a, .. }, Outcome::Allocated { slot: b, .. }) = (first, second)
+    else {
+        panic!("both fit before 17:00");
+    };
+    assert_eq!(b.index, a.index + 1);
+    // The next slot starts at or after 17:00; the next opening is beyond the 1 h horizon.
+    let third = place_job(&mut g, job(3), &weekday_window(), t);
+    assert!(
+        matches!(
+            third,
+            Outcome::Refused {
+                reason: reason::NO_FREE_SLOT,
+                ..
+            }
+        ),
+        "{third:?}"
+    );
+    assert_eq!(g.len(), 2);
+    assert_eq!(
+        place_job(&mut g, job(1), &weekday_window(), t),
+        Outcome::AlreadyBooked(a)
+    );
+}
+
+#[test]
+fn a_window_that_federal_hours_close_entirely_is_refused() {
+    let night = CampaignWindow::daily(
+        Days::EVERY_DAY,
+        NaiveTime::from_hms_opt(21, 30, 0).unwrap(),
+        NaiveTime::from_hms_opt(23, 0, 0).unwrap(),
+    )
+    .unwrap()
+    .in_zones(vec![Chicago])
+    .unwrap();
+    let at = chicago(2024, 6, 7, 10, 0);
+    let outcome = place_job(&mut grid(1), job(1), &night, timing(at, at));
+    assert!(
+        matches!(
+            outcome,
+            Outcome::Refused {
+                reason: reason::OUTSIDE_ALL_WINDOWS,
+                ..
+            }
+        ),
+        "{outcome:?}"
+    );
+}
+
+fn request(zone: Option<&str>, windows: Vec<WireWindow>) -> ScheduleRequest {
+    ScheduleRequest {
+        event_id: Uuid::from_u128(9),
+        tenant_id: "t".into(),
+        occurred_at: chicago(2024, 6, 7, 8, 0),
+        causation_id: None,
+        correlation_id: None,
+        kind: ScheduleRequestKind::Plan,
+        job_id: job(1),
+        contact_id: "c".into(),
+        campaign_id: "k".into(),
+        origin: JobOrigin::CampaignEntry,
+        earliest_at: Some(chicago(2024, 6, 7, 8, 0)),
+        requested_at: None,
+        replaces_job_id: None,
+        reason: "campaign_entry".into(),
+        reason_detail: None,
+        time_zone: zone.map(Into::into),
+        time_zone_source: zone.map(|_| ZoneSource::AreaCode),
+        windows,
+        attempt: Some(1),
+    }
+}
+
+#[test]
+fn the_lead_window_comes_from_the_request_or_the_campaign_and_the_zone_is_recorded() {
+    let campaign = CampaignConfig::builtin();
+    let tenant_zone = chrono_tz::America::New_York;
+    let own = lead_window(
+        &request(Some("America/Chicago"), vec![]),
+        &campaign,
+        tenant_zone,
+    )
+    .unwrap();
+    assert_eq!(
+        (own.zone_name.as_str(), own.source),
+        ("America/Chicago", ZoneSource::AreaCode)
+    );
+    assert_eq!(own.window.campaign(), &campaign.window);
+
+    let spanning = lead_window(
+        &request(Some("America/Chicago,America/Denver"), vec![]),
+        &campaign,
+        tenant_zone,
+    )
+    .unwrap();
+    assert_eq!(spanning.window.zones().len(), 2);
+
+    let unknown = lead_window(&request(Some("Mars/Base"), vec![]), &campaign, tenant_zone).unwrap();
+    assert_eq!(
+        (unknown.zone_name.as_str(), unknown.source),
+        ("America/New_York", ZoneSource::TenantDefault)
+    );
+    assert!(unknown.note.unwrap().contains("Mars/Base"));
+
+    let none = lead_window(&request(None, vec![]), &campaign, tenant_zone).unwrap();
+    assert_eq!(none.source, ZoneSource::TenantDefault);
+
+    let sunday = WireWindow {
+        days_of_week: vec![7],
+        start_minute: 600,
+        end_minute: 720,
+    };
+    let from_request = lead_window(
+        &request(Some("America/Chicago"), vec![sunday]),
+        &campaign,
+        tenant_zone,
+    )
+    .unwrap();
+    assert!(from_request.window.is_allowed(chicago(2024, 6, 9, 11, 0)));
+    assert!(!from_request.window.is_allowed(chicago(2024, 6, 10, 11, 0)));
+
+    let broken = WireWindow {
+        days_of_week: vec![9],
+        start_minute: 600,
+        end_minute: 720,
+    };
+    let refused = lead_window(&request(None, vec![broken]), &campaign, tenant_zone).unwrap_err();
+    assert_eq!(refused.reason, reason::INVALID_REQUEST);
+}
+
+proptest! {
+    /// Whatever the requests, every booked slot starts at or after its
+    /// earliest time and the clock, inside the window, and no slot holds
+    /// more than its capacity.
+    #[test]
+    fn bookings_respect_time_window_and_capacity(
+        requests in proptest::collection::vec((0i64..14 * 24 * 60, 0i64..60), 1..60),
+        capacity in 1u32..3,
+    ) {
+        let base = chicago(2024, 3, 4, 0, 0); // a week with the spring DST change
+        let window = weekday_window();
+        let mut g = grid(capacity);
+        let mut now = base;
+        for (i, (earliest_min, advance_min)) in requests.into_iter().enumerate() {
+            now += TimeDelta::minutes(advance_min);
+            let earliest = base + TimeDelta::minutes(earliest_min);
+            if let Outcome::Allocated { slot, .. } = place_job(&mut g, job(i as u128), &window, timing(earliest, now)) {
+                prop_assert!(slot.start >= earliest && slot.start >= now);
+                prop_assert!(window.is_allowed(slot.start));
+            }
+        }
+        for (_, jobs) in g.slots() {
+            prop_assert!(jobs.len() <= capacity as usize);
+        }
+    }
+}

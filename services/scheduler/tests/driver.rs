@@ -1,0 +1,420 @@
+//! The scheduler on the runtime's in-memory driver, one test per branch:
+//! allocation in the window, a move out of the window with the buffer, a
+//! refusal at the horizon, a cancel that frees its slot, LaunchDue at the
+//! slot's time by the wall clock, duplicates, tenants apart, control
+//! changes, and a restart mid-stream that changes no output.
+
+#![allow(clippy::unwrap_used)] // tests may unwrap: a panic is the failure report
+
+mod common;
+
+use callstream_platform::Topics;
+use callstream_runtime::{header, Input, Produced, TestDriver};
+use callstream_scheduler::{processor, spec, Scheduler, SchedulerConfig};
+use callstream_schemas::{
+    ContactCommand, ContactCommandKind, Event, ExceptionEvent, ExceptionType, ScheduleEvent,
+    ScheduleEventKind, ScheduleRequest, ZoneSource,
+};
+use chrono::TimeZone;
+use chrono_tz::America::Chicago;
+use common::{cancel, control_changes, plan};
+
+const CONTROL: &str = r#"
+[tenants.acme.grid]
+slot_seconds = 75
+launches_per_slot = 1
+default_time_zone = "America/Chicago"
+
+[tenants.acme.campaigns.enrolment]
+windows = [{ days = "weekdays", start = "09:00", end = "17:00" }]
+move_buffer_minutes = 15
+
+[tenants.beta.grid]
+default_time_zone = "America/Chicago"
+
+[tenants.beta.campaigns.enrolment]
+windows = [{ days = "weekdays", start = "09:00", end = "17:00" }]
+"#;
+
+const SLOT_MS: i64 = 75_000;
+
+fn chicago_ms(d: u32, h: u32, m: u32) -> i64 {
+    Chicago
+        .with_ymd_and_hms(2024, 6, d, h, m, 0)
+        .unwrap()
+        .timestamp_millis()
+}
+
+/// Friday 2024-06-07 10:00 in Chicago.
+fn start() -> i64 {
+    chicago_ms(7, 10, 0)
+}
+
+/// Ten minutes after the start: a slot that is not due yet.
+fn soon() -> i64 {
+    start() + 600_000
+}
+
+fn driver_with(config: impl FnOnce(&mut SchedulerConfig), control: &str) -> TestDriver<Scheduler> {
+    let topics = Topics::default();
+    let mut scheduler_config = SchedulerConfig::new(&topics);
+    config(&mut scheduler_config);
+    let mut driver = TestDriver::new(
+        processor(scheduler_config),
+        spec(&topics, "scheduler"),
+        4,
+        start(),
+    );
+    for change in control_changes(control) {
+        driver.set_global(
+            "control",
+            change.record_key(),
+            Some(change.encode().unwrap()),
+        );
+    }
+    driver
+}
+
+fn driver() -> TestDriver<Scheduler> {
+    driver_with(|_| {}, CONTROL)
+}
+
+fn send(driver: &mut TestDriver<Scheduler>, request: &ScheduleRequest) {
+    driver.pipe(
+        Input::new(
+            "schedule-requests",
+            request.tenant_id.clone(),
+            request.encode().unwrap(),
+        )
+        .header(header::EVENT_ID, request.event_id.to_string()),
+    );
+}
+
+fn decoded<E: Event>(produced: Vec<&Produced>) -> Vec<E> {
+    produced
+        .iter()
+        .map(|p| E::decode(p.value.as_deref().unwrap()).unwrap())
+        .collect()
+}
+
+fn schedule_events(driver: &TestDriver<Scheduler>) -> Vec<ScheduleEvent> {
+    decoded(driver.outputs("schedule-events"))
+}
+
+fn of_kind(driver: &TestDriver<Scheduler>, kind: ScheduleEventKind) -> Vec<ScheduleEvent> {
+    schedule_events(driver)
+        .into_iter()
+        .filter(|e| e.kind == kind)
+        .collect()
+}
+
+fn slot_ms(event: &ScheduleEvent) -> i64 {
+    event.slot_at.map(|t| t.timestamp_millis()).unwrap()
+}
+
+#[test]
+fn a_request_in_its_window_gets_the_first_slot_at_or_after_its_earliest_time() {
+    let mut d = driver();
+    let earliest = start() + 3_600_000;
+    send(&mut d, &plan("acme", 1, "lead-1", earliest));
+    let events = schedule_events(&d);
+    assert_eq!(events.len(), 1);
+    let e = &events[0];
+    assert_eq!(e.kind, ScheduleEventKind::Allocated);
+    assert_eq!(e.reason, "allocated");
+    assert!(slot_ms(e) >= earliest && slot_ms(e) < earliest + SLOT_MS);
+    assert_eq!(
+        slot_ms(e),
+        callstream_domain::slot_grid::GRID_EPOCH_UNIX_SECONDS * 1000 + e.slot.unwrap() * SLOT_MS
+    );
+    assert_eq!(e.time_zone.as_deref(), Some("America/Chicago"));
+    assert_eq!(e.time_zone_source, Some(ZoneSource::Contact));
+    assert_eq!(e.requested_at.map(|t| t.timestamp_millis()), Some(earliest));
+    let request = plan("acme", 1, "lead-1", earliest);
+    assert_eq!(e.causation_id, Some(request.event_id));
+    assert_eq!(e.correlation_id, request.correlation_id);
+    // Keyed by tenant; the event id is in the headers for causation downstream.
+    let out = d.outputs("schedule-events");
+    assert_eq!(out[0].key.as_deref(), Some(&b"acme"[..]));
+    assert_eq!(
+        out[0].headers.get_str(header::EVENT_ID),
+        Some(e.event_id.to_string().as_str())
+    );
+    assert_eq!(d.open_timers(), 1);
+}
+
+#[test]
+fn a_saturday_request_moves_to_monday_opening_plus_the_buffer() {
+    let mut d = driver();
+    send(&mut d, &plan("acme", 1, "lead-1", chicago_ms(8, 11, 0)));
+    let e = &schedule_events(&d)[0];
+    assert_eq!(
+        (e.kind, e.reason.as_str()),
+        (ScheduleEventKind::Allocated, "moved_out_of_window")
+    );
+    let monday_9_15 = chicago_ms(10, 9, 15);
+    assert!(
+        slot_ms(e) >= monday_9_15 && slot_ms(e) < monday_9_15 + SLOT_MS,
+        "{e:?}"
+    );
+    let detail = e.reason_detail.as_deref().unwrap();
+    assert!(
+        detail.contains("outside the calling window") && detail.contains("15 min"),
+        "{detail}"
+    );
+}
+
+#[test]
+fn no_free_slot_within_the_horizon_is_refused_with_an_exception() {
+    let mut d = driver_with(|c| c.horizon = std::time::Duration::from_secs(600), CONTROL);
+    // Ten minutes hold eight 75 s slots (nine with a boundary); the tenth request cannot fit.
+    for job in 1..=10 {
+        send(&mut d, &plan("acme", job, &format!("lead-{job}"), start()));
+    }
+    let allocated = of_kind(&d, ScheduleEventKind::Allocated);
+    let refused = of_kind(&d, ScheduleEventKind::Refused);
+    assert!(
+        allocated.len() >= 8 && allocated.len() < 10,
+        "{}",
+        allocated.len()
+    );
+    assert_eq!(allocated.len() + refused.len(), 10);
+    assert_eq!(refused[0].reason, "no_free_slot");
+    assert_eq!(refused[0].slot, None);
+    let exceptions: Vec<ExceptionEvent> = decoded(d.outputs("exceptions"));
+    assert_eq!(exceptions.len(), refused.len());
+    assert_eq!(exceptions[0].exception_type, ExceptionType::NoSlot);
+    assert_eq!(exceptions[0].job_id, Some(refused[0].job_id));
+    assert_eq!(
+        d.outputs("exceptions")[0].key.as_deref(),
+        Some(refused[0].contact_id.as_bytes())
+    );
+    // Slots are distinct: never two jobs in one slot of capacity one.
+    let mut slots: Vec<i64> = allocated.iter().map(|e| e.slot.unwrap()).collect();
+    slots.dedup();
+    assert_eq!(slots.len(), allocated.len());
+}
+
+#[test]
+fn a_cancel_frees_the_slot_and_its_timer() {
+    let mut d = driver();
+    send(&mut d, &plan("acme", 1, "lead-1", soon()));
+    send(&mut d, &plan("acme", 2, "lead-2", soon()));
+    send(&mut d, &cancel("acme", 1, "lead-1", "do_not_call"));
+    let cancelled = of_kind(&d, ScheduleEventKind::Cancelled);
+    assert_eq!(cancelled.len(), 1);
+    assert_eq!(cancelled[0].reason, "do_not_call");
+    let first_slot = of_kind(&d, ScheduleEventKind::Allocated)[0].slot;
+    assert_eq!(cancelled[0].slot, first_slot);
+    // The freed slot goes to the next request for that time.
+    send(&mut d, &plan("acme", 3, "lead-3", soon()));
+    assert_eq!(
+        of_kind(&d, ScheduleEventKind::Allocated)[2].slot,
+        first_slot
+    );
+    // A second cancel changes nothing.
+    send(&mut d, &cancel("acme", 1, "lead-1", "do_not_call"));
+    assert_eq!(of_kind(&d, ScheduleEventKind::Cancelled).len(), 1);
+    d.advance_wall_clock_ms(3_600_000);
+    let due: Vec<_> = of_kind(&d, ScheduleEventKind::LaunchDue)
+        .iter()
+        .map(|e| e.job_id.as_u128())
+        .collect();
+    assert_eq!(due, [3, 2]);
+}
+
+#[test]
+fn launch_due_goes_out_at_the_slot_time_by_the_wall_clock() {
+    let mut d = driver();
+    let earliest = start() + 600_000;
+    send(&mut d, &plan("acme", 7, "lead-7", earliest));
+    let allocated = &of_kind(&d, ScheduleEventKind::Allocated)[0];
+    let due_in = slot_ms(allocated) - start();
+    d.advance_wall_clock_ms(due_in - 1);
+    assert!(d.outputs("contact-commands").is_empty());
+    d.advance_wall_clock_ms(1);
+    let commands: Vec<ContactCommand> = decoded(d.outputs("contact-commands"));
+    assert_eq!(commands.len(), 1);
+    let c = &commands[0];
+    assert_eq!(c.kind, ContactCommandKind::LaunchDue);
+    assert_eq!(c.job_id, Some(allocated.job_id));
+    assert_eq!(c.slot, allocated.slot);
+    assert_eq!(c.slot_at, allocated.slot_at);
+    assert_eq!(c.campaign_id.as_deref(), Some("enrolment"));
+    assert_eq!(c.origin, Some(allocated.origin));
+    assert_eq!(c.causation_id, Some(allocated.event_id));
+    assert_eq!(
+        d.outputs("contact-commands")[0].key.as_deref(),
+        Some(&b"lead-7"[..])
+    );
+    let due = of_kind(&d, ScheduleEventKind::LaunchDue);
+    assert_eq!(due.len(), 1);
+    assert_eq!(due[0].occurred_at, allocated.slot_at.unwrap());
+    // Only the forget timer of the launched job is left; a late duplicate changes nothing.
+    send(&mut d, &plan("acme", 7, "lead-7", earliest));
+    d.advance_wall_clock_ms(3_600_000);
+    assert_eq!(d.outputs("contact-commands").len(), 1);
+    assert_eq!(schedule_events(&d).len(), 2);
+}
+
+#[test]
+fn duplicate_requests_change_nothing() {
+    let mut d = driver();
+    let request = plan("acme", 1, "lead-1", soon());
+    send(&mut d, &request);
+    send(&mut d, &request);
+    // Same job id under another event id: still the same job.
+    let mut again = request.clone();
+    again.event_id = uuid::Uuid::from_u128(99);
+    again.earliest_at = Some(common::at_ms(soon() + 7_200_000));
+    send(&mut d, &again);
+    assert_eq!(schedule_events(&d).len(), 1);
+    assert_eq!(d.open_timers(), 1);
+    assert!(d.dead_letters().is_empty());
+}
+
+#[test]
+fn two_tenants_grids_do_not_interfere() {
+    let mut d = driver();
+    send(&mut d, &plan("acme", 1, "lead-1", soon()));
+    send(&mut d, &plan("beta", 2, "lead-2", soon()));
+    send(&mut d, &plan("acme", 3, "lead-3", soon()));
+    let allocated = of_kind(&d, ScheduleEventKind::Allocated);
+    let slot = |job: u128| {
+        allocated
+            .iter()
+            .find(|e| e.job_id.as_u128() == job)
+            .unwrap()
+            .slot
+            .unwrap()
+    };
+    assert_eq!(slot(1), slot(2), "each tenant has its own grid");
+    assert_eq!(slot(3), slot(1) + 1);
+    // A cancel in one tenant frees nothing in the other.
+    send(&mut d, &cancel("beta", 2, "lead-2", "operator"));
+    send(&mut d, &plan("acme", 4, "lead-4", soon()));
+    assert_eq!(
+        of_kind(&d, ScheduleEventKind::Allocated)[3].slot,
+        Some(slot(1) + 2)
+    );
+}
+
+#[test]
+fn a_control_change_applies_from_the_next_request() {
+    let mut d = driver();
+    send(&mut d, &plan("acme", 1, "lead-1", soon()));
+    send(&mut d, &plan("acme", 2, "lead-2", soon()));
+    let doubled = CONTROL.replace("launches_per_slot = 1", "launches_per_slot = 2");
+    for change in control_changes(&doubled) {
+        d.set_global(
+            "control",
+            change.record_key(),
+            Some(change.encode().unwrap()),
+        );
+    }
+    send(&mut d, &plan("acme", 3, "lead-3", soon()));
+    let slots: Vec<i64> = of_kind(&d, ScheduleEventKind::Allocated)
+        .iter()
+        .map(|e| e.slot.unwrap())
+        .collect();
+    assert_eq!(slots[1], slots[0] + 1);
+    assert_eq!(
+        slots[2], slots[0],
+        "the first slot has room for a second launch now"
+    );
+}
+
+#[test]
+fn a_request_not_keyed_by_its_tenant_is_dead_lettered() {
+    let mut d = driver();
+    let request = plan("acme", 1, "lead-1", start());
+    d.pipe(Input::new(
+        "schedule-requests",
+        "lead-1",
+        request.encode().unwrap(),
+    ));
+    d.pipe(Input::new(
+        "schedule-requests",
+        "acme",
+        b"not avro".to_vec(),
+    ));
+    assert_eq!(d.dead_letters().len(), 2);
+    assert!(schedule_events(&d).is_empty());
+}
+
+/// The same stream, with or without restarts (and a cold cache) on the way.
+fn scenario(restart_every: Option<usize>) -> Vec<(String, Vec<u8>)> {
+    let mut d = driver();
+    let mut step = 0;
+    let mut maybe_restart = |d: &mut TestDriver<Scheduler>| {
+        step += 1;
+        if restart_every.is_some_and(|n| step % n == 0) {
+            d.processor().forget_cache();
+            d.restart();
+        }
+    };
+    for job in 1..=40u128 {
+        let tenant = if job % 3 == 0 { "beta" } else { "acme" };
+        let earliest = start() + (job as i64 % 5) * 200_000;
+        send(&mut d, &plan(tenant, job, &format!("lead-{job}"), earliest));
+        maybe_restart(&mut d);
+        if job % 7 == 0 {
+            send(
+                &mut d,
+                &cancel(tenant, job - 2, &format!("lead-{}", job - 2), "operator"),
+            );
+            maybe_restart(&mut d);
+        }
+        if job % 5 == 0 {
+            d.advance_wall_clock_ms(150_000);
+            maybe_restart(&mut d);
+        }
+    }
+    d.advance_wall_clock_ms(86_400_000);
+    ["schedule-events", "contact-commands", "exceptions"]
+        .iter()
+        .flat_map(|topic| {
+            d.outputs(topic)
+                .into_iter()
+                .map(|p| (topic.to_string(), p.value.clone().unwrap_or_default()))
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+#[test]
+fn a_restart_mid_stream_keeps_the_grid_and_the_timers_and_changes_no_output() {
+    let straight = scenario(None);
+    let due = straight
+        .iter()
+        .filter(|(t, _)| t == "contact-commands")
+        .count();
+    assert!(due > 30, "most jobs launch: {due}");
+    for every in [1, 3, 7] {
+        assert_eq!(
+            scenario(Some(every)),
+            straight,
+            "restarting every {every} steps"
+        );
+    }
+}
+
+#[test]
+fn the_same_input_gives_the_same_event_ids() {
+    let first = schedule_events(&{
+        let mut d = driver();
+        send(&mut d, &plan("acme", 1, "lead-1", start()));
+        d.advance_wall_clock_ms(3_600_000);
+        d
+    });
+    let second = schedule_events(&{
+        let mut d = driver();
+        send(&mut d, &plan("acme", 1, "lead-1", start()));
+        d.advance_wall_clock_ms(3_600_000);
+        d
+    });
+    assert_eq!(first.len(), 2);
+    let ids = |events: &[ScheduleEvent]| events.iter().map(|e| e.event_id).collect::<Vec<_>>();
+    assert_eq!(ids(&first), ids(&second));
+    assert!(first.iter().all(|e| e.event_id.get_version_num() == 5));
+}
