@@ -33,6 +33,10 @@ enum Command {
 
 #[derive(Subcommand)]
 enum SimCommand {
+    /// The voice platform simulator (Twilio's Voice REST API subset, signed callbacks, faults).
+    Voice(callstream_sim_voice::SimVoiceConfig),
+    /// The CRM simulator (HubSpot CRM v3 subset, rate limit, faults).
+    Crm(callstream_sim_crm::SimCrmConfig),
     /// Send a realistic launch workload to the gateway's intake (bursts, zones, campaigns).
     Workload(callstream_workload::WorkloadArgs),
 }
@@ -43,6 +47,16 @@ async fn main() -> Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Command::Topics(command) => topics_cmd::run(command).await,
+        Command::Sim(SimCommand::Voice(config)) => {
+            callstream_sim_voice::run(config, signals::shutdown_signal())
+                .await
+                .context("voice simulator failed")
+        }
+        Command::Sim(SimCommand::Crm(config)) => {
+            callstream_sim_crm::run(config, signals::shutdown_signal())
+                .await
+                .context("CRM simulator failed")
+        }
         Command::Sim(SimCommand::Workload(args)) => callstream_workload::run(&args)
             .await
             .map(|_| ())
