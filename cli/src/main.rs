@@ -1,6 +1,7 @@
 //! The `callstream` binary: every role of the system is a subcommand, so
 //! one artefact is built, shipped and versioned.
 
+mod process_cmd;
 mod signals;
 mod topics_cmd;
 
@@ -23,6 +24,12 @@ enum Command {
     /// Simulators of the outside world, for tests and the demo.
     #[command(subcommand)]
     Sim(SimCommand),
+    /// Run one stream processor (exactly once, on Kafka).
+    #[command(subcommand)]
+    Process(process_cmd::ProcessCommand),
+    /// Runtime configuration on the `control` topic.
+    #[command(subcommand)]
+    Control(callstream_control::ControlCommand),
     /// Serve provider webhooks and launch intake; 202 only once Kafka has the event.
     Gateway {
         /// A TOML file with integrations, tenants and secrets (else `CALLSTREAM_GATEWAY_CONFIG`).
@@ -34,9 +41,9 @@ enum Command {
 #[derive(Subcommand)]
 enum SimCommand {
     /// The voice platform simulator (Twilio's Voice REST API subset, signed callbacks, faults).
-    Voice(callstream_sim_voice::SimVoiceConfig),
+    Voice(Box<callstream_sim_voice::SimVoiceConfig>),
     /// The CRM simulator (HubSpot CRM v3 subset, rate limit, faults).
-    Crm(callstream_sim_crm::SimCrmConfig),
+    Crm(Box<callstream_sim_crm::SimCrmConfig>),
     /// Send a realistic launch workload to the gateway's intake (bursts, zones, campaigns).
     Workload(callstream_workload::WorkloadArgs),
 }
@@ -48,12 +55,12 @@ async fn main() -> Result<()> {
     match cli.command {
         Command::Topics(command) => topics_cmd::run(command).await,
         Command::Sim(SimCommand::Voice(config)) => {
-            callstream_sim_voice::run(config, signals::shutdown_signal())
+            callstream_sim_voice::run(*config, signals::shutdown_signal())
                 .await
                 .context("voice simulator failed")
         }
         Command::Sim(SimCommand::Crm(config)) => {
-            callstream_sim_crm::run(config, signals::shutdown_signal())
+            callstream_sim_crm::run(*config, signals::shutdown_signal())
                 .await
                 .context("CRM simulator failed")
         }
@@ -61,6 +68,10 @@ async fn main() -> Result<()> {
             .await
             .map(|_| ())
             .context("sending the workload"),
+        Command::Process(command) => process_cmd::run(command).await,
+        Command::Control(command) => callstream_control::run(&command)
+            .await
+            .context("control command failed"),
         Command::Gateway { config } => {
             let config = match config {
                 Some(path) => callstream_gateway::GatewayConfig::load(Some(&path)),

@@ -25,7 +25,11 @@ pub struct ProcessArgs {
     #[arg(long, env = "CALLSTREAM_INSTANCE_ID", default_value = "0")]
     pub instance_id: String,
     /// Where `/metrics`, `/healthz` and `/readyz` are served.
-    #[arg(long, env = "CALLSTREAM_METRICS_ADDR", default_value = "127.0.0.1:9400")]
+    #[arg(
+        long,
+        env = "CALLSTREAM_METRICS_ADDR",
+        default_value = "127.0.0.1:9400"
+    )]
     pub metrics_addr: SocketAddr,
     /// Commit interval in milliseconds.
     #[arg(long, env = "CALLSTREAM_COMMIT_INTERVAL_MS", default_value_t = 100)]
@@ -45,7 +49,12 @@ struct Health {
 }
 
 /// Runs `processor` until SIGTERM, serving its metrics meanwhile.
-pub async fn host<P: Processor>(processor: P, spec: ProcessorSpec, args: &ProcessArgs, configure: impl FnOnce(&mut RuntimeConfig)) -> Result<()> {
+pub async fn host<P: Processor>(
+    processor: P,
+    spec: ProcessorSpec,
+    args: &ProcessArgs,
+    configure: impl FnOnce(&mut RuntimeConfig),
+) -> Result<()> {
     let app_id = spec.app_id.clone();
     let mut config = RuntimeConfig::new(
         KafkaSettings::from_env(format!("{app_id}-{}", args.instance_id)),
@@ -59,7 +68,10 @@ pub async fn host<P: Processor>(processor: P, spec: ProcessorSpec, args: &Proces
         running: Arc::new(AtomicBool::new(true)),
     };
     let router = Router::new()
-        .route("/metrics", get(|State(h): State<Health>| async move { h.metrics.encode() }))
+        .route(
+            "/metrics",
+            get(|State(h): State<Health>| async move { h.metrics.encode() }),
+        )
         .route("/healthz", get(|| async { "ok" }))
         .route(
             "/readyz",
@@ -83,10 +95,89 @@ pub async fn host<P: Processor>(processor: P, spec: ProcessorSpec, args: &Proces
         crate::signals::shutdown_signal().await;
         shutdown.store(true, Ordering::SeqCst);
     });
-    let result = tokio::task::spawn_blocking(move || callstream_runtime::run(processor, spec, config))
-        .await
-        .context("the processor thread panicked")?;
+    let result =
+        tokio::task::spawn_blocking(move || callstream_runtime::run(processor, spec, config))
+            .await
+            .context("the processor thread panicked")?;
     health.running.store(false, Ordering::SeqCst);
     server.abort();
     result.with_context(|| format!("processor {app_id} stopped with an error"))
+}
+
+/// The processors `callstream process` runs.
+#[derive(clap::Subcommand, Debug, Clone)]
+pub enum ProcessCommand {
+    /// The contact workflow: call outcomes and commands in; schedule
+    /// requests, launch commands, CRM commands and exceptions out.
+    Contact(ProcessArgs),
+    /// The slot-grid scheduler: schedule requests in; allocations and LaunchDue out.
+    Scheduler(ProcessArgs),
+    /// The launch dispatcher: launch commands in; one call at the voice platform each.
+    LaunchDispatcher(ProcessArgs),
+    /// The missing-completion detector: launches joined with completions.
+    CompletionDetector(ProcessArgs),
+    /// The CRM dispatcher: CRM commands applied once each, within the CRM's limits.
+    CrmDispatcher(ProcessArgs),
+}
+
+/// Runs the chosen processor until SIGTERM.
+pub async fn run(command: ProcessCommand) -> Result<()> {
+    match command {
+        ProcessCommand::Contact(args) => {
+            let topics = args.topics()?;
+            let config = callstream_contact::ContactConfig::new(&topics);
+            let spec = callstream_contact::spec(&topics, callstream_contact::APP_ID);
+            host(callstream_contact::processor(config), spec, &args, |_| {}).await
+        }
+        ProcessCommand::Scheduler(args) => {
+            let topics = args.topics()?;
+            let config = callstream_scheduler::SchedulerConfig::new(&topics);
+            let spec = callstream_scheduler::spec(&topics, "scheduler");
+            host(callstream_scheduler::processor(config), spec, &args, |_| {}).await
+        }
+        ProcessCommand::LaunchDispatcher(args) => {
+            let config = callstream_launch_dispatcher::DispatcherConfig::from_env()
+                .context("reading the launch dispatcher's configuration")?;
+            let spec = callstream_launch_dispatcher::spec(
+                &config.topics,
+                callstream_launch_dispatcher::APP_ID,
+            );
+            let effects = callstream_launch_dispatcher::effect_runner(&config)
+                .context("building the voice platform client")?;
+            let processor = callstream_launch_dispatcher::processor(&config);
+            host(processor, spec, &args, |runtime| {
+                runtime.effects = Some(effects)
+            })
+            .await
+        }
+        ProcessCommand::CompletionDetector(args) => {
+            let config = callstream_completion_detector::DetectorConfig::from_env()
+                .context("reading the detector's configuration")?;
+            let topics = args.topics()?;
+            let spec = callstream_completion_detector::spec(
+                &topics,
+                callstream_completion_detector::APP_ID,
+            );
+            host(
+                callstream_completion_detector::processor(config),
+                spec,
+                &args,
+                |_| {},
+            )
+            .await
+        }
+        ProcessCommand::CrmDispatcher(args) => {
+            let config = callstream_crm_dispatcher::CrmDispatcherConfig::from_env()
+                .context("reading the CRM dispatcher's configuration")?;
+            let spec =
+                callstream_crm_dispatcher::spec(&config.topics, callstream_crm_dispatcher::APP_ID);
+            let effects = callstream_crm_dispatcher::effect_runner(&config)
+                .context("building the CRM client")?;
+            let processor = callstream_crm_dispatcher::processor(&config);
+            host(processor, spec, &args, |runtime| {
+                runtime.effects = Some(effects)
+            })
+            .await
+        }
+    }
 }

@@ -65,6 +65,9 @@ pub const ALERTS: &str = "alerts";
 pub const AUDIT: &str = "audit";
 pub const CONTROL: &str = "control";
 pub const DEAD_LETTERS: &str = "dead-letters";
+/// Per-partition counts of closed delivery buckets, re-keyed by tenant (the
+/// completion detector's internal repartition topic).
+pub const DELIVERY_PARTIALS: &str = "delivery-partials";
 
 /// Every logical topic with its kind.
 pub const ALL: &[(&str, TopicKind)] = &[
@@ -84,6 +87,7 @@ pub const ALL: &[(&str, TopicKind)] = &[
     (AUDIT, TopicKind::Events),
     (CONTROL, TopicKind::Table),
     (DEAD_LETTERS, TopicKind::DeadLetters),
+    (DELIVERY_PARTIALS, TopicKind::Events),
 ];
 
 /// Physical topic names and the settings to create them with.
