@@ -3,8 +3,10 @@
 //! Guarantees, which make exactly-once bookkeeping and rebuilds work:
 //! - Idempotent: applying the same event twice leaves the same rows as applying it once.
 //! - Order-independent across topics: every column is either set by one kind of event,
-//!   merged as "first non-null", or chosen as the greatest `(rank, time, event id)`, so any
-//!   interleaving of the topics (live and rebuild read them differently) gives equal rows.
+//!   chosen as the greatest `(rank, time, event id)`, or merged as "first non-null" where
+//!   every event that carries it carries the same value (a job's campaign, origin and times
+//!   are copied from its plan by every processor), so any interleaving of the topics (live
+//!   and rebuild read them differently) gives equal rows.
 //! - Events a view does not care about change nothing.
 //!
 //! Table names come from [`Tables`], so the same code writes the live tables and a rebuild's.

@@ -173,6 +173,21 @@ pub fn workload(tenant: &str, contacts: usize, base: DateTime<Utc>) -> (Vec<AnyE
     out.push(control(tenant, ControlSetting::ShadowMode, Some(true), at(base, 5)).into());
     out.push(control(tenant, ControlSetting::ShadowMode, Some(false), at(base, 9)).into());
     x.commands += 3;
+    // Every event about a job carries the origin its plan gave it, as the processors copy it.
+    let origins: std::collections::HashMap<Uuid, JobOrigin> = out
+        .iter()
+        .filter_map(|e| match e {
+            AnyEvent::ScheduleRequest(r) => Some((r.job_id, r.origin)),
+            _ => None,
+        })
+        .collect();
+    for event in &mut out {
+        match event {
+            AnyEvent::ScheduleEvent(e) => e.origin = origins[&e.job_id],
+            AnyEvent::LaunchCommand(c) => c.origin = origins[&c.job_id],
+            _ => {}
+        }
+    }
     (out, x)
 }
 
