@@ -10,11 +10,13 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use callstream_platform::Topics;
 
 use crate::backoff::RetryPolicy;
+use crate::telemetry::DispatchMetrics;
 
 /// Everything the dispatcher needs.
 #[derive(Debug, Clone)]
@@ -34,6 +36,9 @@ pub struct DispatcherConfig {
     /// Provider requests in flight at once (`CALLSTREAM_DISPATCH_CONCURRENCY`,
     /// default 64); they share one pooled HTTP client.
     pub concurrency: usize,
+    /// Shared by the processor and the effect handler built from this
+    /// configuration; serve `metrics.encode()` on `/metrics`.
+    pub metrics: Arc<DispatchMetrics>,
 }
 
 /// The Twilio account and how calls are set up.
@@ -218,6 +223,7 @@ impl DispatcherConfig {
             policy: DispatchPolicy::default(),
             calls_per_second: 50,
             concurrency: 64,
+            metrics: Arc::new(DispatchMetrics::new()),
         }
     }
 

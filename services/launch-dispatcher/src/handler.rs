@@ -5,7 +5,7 @@
 //! reconcile on a timer without ever racing a create still queued here.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use callstream_runtime::{Clock, EffectHandler, EffectRequest, SystemClock};
 use futures::future::BoxFuture;
@@ -13,6 +13,7 @@ use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use tracing::{debug, warn};
 
 use crate::provider::{CreateOutcome, LookupOutcome, VoiceProvider};
+use crate::telemetry::DispatchMetrics;
 use crate::wire::{EffectCall, EffectReply};
 
 /// Runs the dispatcher's effects against a provider.
@@ -20,16 +21,22 @@ pub struct DispatchEffects {
     provider: Arc<dyn VoiceProvider>,
     limiter: Arc<DefaultDirectRateLimiter>,
     clock: Arc<dyn Clock>,
+    metrics: Arc<DispatchMetrics>,
 }
 
 impl DispatchEffects {
     /// `calls_per_second` caps creates across every partition of this
     /// instance; a burst of up to one second's worth may go at once.
-    pub fn new(provider: Arc<dyn VoiceProvider>, calls_per_second: std::num::NonZeroU32) -> Self {
+    pub fn new(
+        provider: Arc<dyn VoiceProvider>,
+        calls_per_second: std::num::NonZeroU32,
+        metrics: Arc<DispatchMetrics>,
+    ) -> Self {
         Self {
             provider,
             limiter: Arc::new(RateLimiter::direct(Quota::per_second(calls_per_second))),
             clock: Arc::new(SystemClock),
+            metrics,
         }
     }
 
@@ -51,6 +58,7 @@ impl EffectHandler for DispatchEffects {
         let provider = self.provider.clone();
         let limiter = self.limiter.clone();
         let clock = self.clock.clone();
+        let metrics = self.metrics.clone();
         Box::pin(async move {
             let call = match EffectCall::decode(&request.payload) {
                 Ok(call) => call,
@@ -74,13 +82,20 @@ impl EffectHandler for DispatchEffects {
                             match tokio::time::timeout(left, limiter.until_ready()).await {
                                 // Re-check: the wait may have used up the deadline exactly.
                                 Ok(()) if remaining(clock.as_ref(), send_by_ms).is_some() => {
-                                    provider.create_call(call).await
+                                    let started = Instant::now();
+                                    let outcome = provider.create_call(call).await;
+                                    let took = started.elapsed().as_secs_f64();
+                                    metrics.request("create", outcome.kind(), Some(took));
+                                    outcome
                                 }
                                 _ => not_sent_create(),
                             }
                         }
                     };
-                    debug!(id = %request.id, ?outcome, "create");
+                    if matches!(outcome, CreateOutcome::NotSent { .. }) {
+                        metrics.request("create", outcome.kind(), None);
+                    }
+                    debug!(id = %request.id, outcome = outcome.kind(), "create");
                     EffectReply::Create { seq, outcome }
                 }
                 EffectCall::Lookup {
@@ -89,13 +104,18 @@ impl EffectHandler for DispatchEffects {
                     find,
                 } => {
                     let outcome = if remaining(clock.as_ref(), send_by_ms).is_some() {
-                        provider.find_call(find).await
+                        let started = Instant::now();
+                        let outcome = provider.find_call(find).await;
+                        let took = started.elapsed().as_secs_f64();
+                        metrics.request("lookup", outcome.kind(), Some(took));
+                        outcome
                     } else {
+                        metrics.request("lookup", "not_sent", None);
                         LookupOutcome::NotSent {
                             reason: "send_deadline".into(),
                         }
                     };
-                    debug!(id = %request.id, ?outcome, "lookup");
+                    debug!(id = %request.id, outcome = outcome.kind(), "lookup");
                     EffectReply::Lookup { seq, outcome }
                 }
             };

@@ -43,6 +43,7 @@ pub mod ledger;
 pub mod machine;
 pub mod processor;
 pub mod provider;
+pub mod telemetry;
 pub mod wire;
 
 use std::num::NonZeroU32;
@@ -63,6 +64,7 @@ pub use ledger::LAUNCHES_STORE;
 pub use processor::LaunchDispatcher;
 pub use provider::twilio::{ClientError, Twilio};
 pub use provider::VoiceProvider;
+pub use telemetry::DispatchMetrics;
 
 /// The default application id: consumer group and changelog prefix.
 pub const APP_ID: &str = "launch-dispatcher";
@@ -80,6 +82,7 @@ pub fn processor(config: &DispatcherConfig) -> LaunchDispatcher {
         control: callstream_control::ControlTable::new(topics.name(CONTROL)),
         provider: "twilio",
         has_default_from: config.twilio.default_from.is_some(),
+        metrics: config.metrics.clone(),
     }
 }
 
@@ -115,7 +118,7 @@ pub fn effect_runner_with(
 ) -> EffectRunner {
     let rate = NonZeroU32::new(config.calls_per_second).unwrap_or(NonZeroU32::MIN);
     EffectRunner {
-        handler: Arc::new(DispatchEffects::new(provider, rate)),
+        handler: Arc::new(DispatchEffects::new(provider, rate, config.metrics.clone())),
         concurrency: config.concurrency.max(1),
     }
 }

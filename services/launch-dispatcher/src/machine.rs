@@ -67,12 +67,40 @@ pub struct Step {
     pub notices: Vec<Notice>,
     pub effect: Option<EffectCall>,
     pub timer: TimerChange,
-    /// Why nothing happened, for the log (a duplicate, a stale reply).
-    pub ignored: Option<&'static str>,
+    /// Why nothing happened, for the log and the metrics.
+    pub ignored: Option<Ignored>,
+}
+
+/// Why an event changed nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ignored {
+    /// A command for a launch id already in the ledger.
+    Duplicate,
+    /// The provider reports another call for a finished launch: the one
+    /// thing that must never happen. Logged as an error and counted.
+    SecondCall,
+    /// A reply after the launch finished.
+    AfterFinish,
+    /// A reply to an earlier step.
+    Stale,
+    /// The handler could not read the request; the step timer reconciles.
+    Refused,
+}
+
+impl Ignored {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Ignored::Duplicate => "duplicate launch command",
+            Ignored::SecondCall => "SECOND CALL reported for a finished launch",
+            Ignored::AfterFinish => "reply after the launch finished",
+            Ignored::Stale => "reply to an earlier step",
+            Ignored::Refused => "effect refused; the step timer reconciles",
+        }
+    }
 }
 
 impl Step {
-    fn ignore(why: &'static str) -> Self {
+    fn ignore(why: Ignored) -> Self {
         Self {
             store: Store::Keep,
             notices: Vec::new(),
@@ -102,7 +130,7 @@ impl Step {
 /// duplicate and changes nothing.
 pub fn on_command(existing: Option<Entry>, launch: Launch, env: &Env<'_>) -> Step {
     if existing.is_some() {
-        return Step::ignore("duplicate launch command");
+        return Step::ignore(Ignored::Duplicate);
     }
     dial(Entry::new(launch), env)
 }
@@ -146,12 +174,12 @@ pub fn on_reply(entry: Entry, reply: EffectReply, env: &Env<'_>) -> Step {
                     outcome: LookupOutcome::Found { call_id: other, .. },
                     ..
                 },
-            ) if call_id != other => Step::ignore("SECOND CALL for a finished launch"),
-            _ => Step::ignore("reply after the launch finished"),
+            ) if call_id != other => Step::ignore(Ignored::SecondCall),
+            _ => Step::ignore(Ignored::AfterFinish),
         };
     }
     match reply {
-        EffectReply::Refused { .. } => Step::ignore("effect refused; the step timer reconciles"),
+        EffectReply::Refused { .. } => Step::ignore(Ignored::Refused),
         EffectReply::Create { seq, outcome } => on_create(entry, seq, outcome, env),
         EffectReply::Lookup { seq, outcome } => on_lookup(entry, seq, outcome, env),
     }
@@ -170,10 +198,10 @@ fn on_create(mut entry: Entry, seq: u32, outcome: CreateOutcome, env: &Env<'_>) 
         );
     }
     if entry.phase != (Phase::Dispatching { seq }) {
-        return Step::ignore("stale create reply");
+        return Step::ignore(Ignored::Stale);
     }
     match outcome {
-        CreateOutcome::Accepted { .. } => Step::ignore("unreachable"),
+        CreateOutcome::Accepted { .. } => Step::ignore(Ignored::Stale),
         CreateOutcome::Permanent { reason, detail } => {
             fail(entry, FailureKind::Launch, reason, detail, env)
         }
@@ -222,10 +250,10 @@ fn on_lookup(mut entry: Entry, seq: u32, outcome: LookupOutcome, env: &Env<'_>) 
         return finish(entry, outcome, env).notice(Notice::Reconciled { detail });
     }
     if entry.phase != (Phase::Reconciling { seq }) {
-        return Step::ignore("stale lookup reply");
+        return Step::ignore(Ignored::Stale);
     }
     match outcome {
-        LookupOutcome::Found { .. } => Step::ignore("unreachable"),
+        LookupOutcome::Found { .. } => Step::ignore(Ignored::Stale),
         LookupOutcome::NotFound => {
             let detail = format!(
                 "no call placed after {} attempt(s); {}",

@@ -6,6 +6,8 @@
 //! that commit (the runtime's effect contract): `dispatching` is durable
 //! before the provider hears of the call.
 
+use std::sync::Arc;
+
 use callstream_runtime::{
     Context, EffectResult, ProcessError, Processor, Record, TimeDomain, Timer, TimerHandle,
 };
@@ -18,7 +20,8 @@ use crate::config::DispatchPolicy;
 use crate::control::shadow_mode;
 use crate::events::{self, LaunchReport, OutputTopics};
 use crate::ledger::{key_of, Entry, Launch, Outcome, LAUNCHES_STORE};
-use crate::machine::{self, Env, Notice, Step, Store, TimerChange};
+use crate::machine::{self, Env, Ignored, Notice, Step, Store, TimerChange};
+use crate::telemetry::DispatchMetrics;
 use crate::wire::EffectReply;
 
 /// The one timer per launch: its meaning follows the phase (reconcile a
@@ -36,6 +39,7 @@ pub struct LaunchDispatcher {
     pub provider: &'static str,
     /// Whether the adapter has a default caller id.
     pub has_default_from: bool,
+    pub metrics: Arc<DispatchMetrics>,
 }
 
 impl LaunchDispatcher {
@@ -67,12 +71,17 @@ impl LaunchDispatcher {
             timer,
             ignored,
         } = step;
-        if let Some(why) = ignored {
-            if why.starts_with("SECOND CALL") {
-                error!(launch = %String::from_utf8_lossy(&key), "{why}");
-            } else if !why.is_empty() {
-                debug!(launch = %String::from_utf8_lossy(&key), "{why}");
+        match ignored {
+            Some(Ignored::SecondCall) => {
+                self.metrics.second_calls.inc();
+                error!(launch = %String::from_utf8_lossy(&key), "{}", Ignored::SecondCall.as_str());
             }
+            Some(Ignored::Duplicate) => {
+                self.metrics.duplicate_commands.inc();
+                info!(launch = %String::from_utf8_lossy(&key), "{}", Ignored::Duplicate.as_str());
+            }
+            Some(why) => debug!(launch = %String::from_utf8_lossy(&key), "{}", why.as_str()),
+            None => {}
         }
         let entry = match store {
             Store::Keep => None,
@@ -112,6 +121,7 @@ impl LaunchDispatcher {
         match notice {
             Notice::Final(outcome) => {
                 let report = LaunchReport::of(outcome);
+                self.metrics.finished(report.status.as_str());
                 info!(launch = %launch.launch_id, contact = %launch.contact_id,
                     status = %report.status, reason = report.reason.unwrap_or_default(),
                     reconciled = report.reconciled, attempts = entry.attempts, "launch finished");
@@ -123,6 +133,7 @@ impl LaunchDispatcher {
                 }
             }
             Notice::Ambiguous { reason, detail } => {
+                self.metrics.ambiguous(reason);
                 warn!(launch = %launch.launch_id, contact = %launch.contact_id, %reason,
                     "launch ambiguous; reconciling at the provider");
                 let report = LaunchReport {

@@ -88,6 +88,32 @@ pub enum LookupOutcome {
     NotSent { reason: String },
 }
 
+impl CreateOutcome {
+    /// The outcome's kind, for metrics and logs.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            CreateOutcome::Accepted { .. } => "accepted",
+            CreateOutcome::Permanent { .. } => "permanent",
+            CreateOutcome::Transient { .. } => "transient",
+            CreateOutcome::Ambiguous { .. } => "ambiguous",
+            CreateOutcome::NotSent { .. } => "not_sent",
+        }
+    }
+}
+
+impl LookupOutcome {
+    /// The outcome's kind, for metrics and logs.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            LookupOutcome::Found { .. } => "found",
+            LookupOutcome::NotFound => "not_found",
+            LookupOutcome::Unresolved { .. } => "unresolved",
+            LookupOutcome::Failed { .. } => "failed",
+            LookupOutcome::NotSent { .. } => "not_sent",
+        }
+    }
+}
+
 /// A voice platform.
 pub trait VoiceProvider: Send + Sync + 'static {
     /// The adapter's name, as `CallLaunch.provider` records it.
