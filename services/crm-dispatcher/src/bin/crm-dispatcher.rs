@@ -1,0 +1,83 @@
+//! The CRM dispatcher as a process of its own, configured from the
+//! environment (`CALLSTREAM_CRM_*`, `CALLSTREAM_TOPIC_*`,
+//! `KAFKA_BOOTSTRAP_SERVERS`). `callstream process crm-dispatcher` is the
+//! usual entry point; this one exists so the crash tests can SIGKILL a
+//! dispatcher at any moment.
+//!
+//! Extra settings: `CALLSTREAM_APP_ID` (default `crm-dispatcher`),
+//! `CALLSTREAM_INSTANCE_ID` (default `0`), and, to keep crash tests quick,
+//! `CALLSTREAM_TRANSACTION_TIMEOUT_MS` and `CALLSTREAM_SESSION_TIMEOUT_MS`.
+//! Stops cleanly (the open transaction commits) on SIGTERM or SIGINT.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use callstream_crm_dispatcher as crm;
+use callstream_platform::KafkaSettings;
+use callstream_runtime::RuntimeConfig;
+
+fn env_ms(name: &str) -> Result<Option<Duration>> {
+    match std::env::var(name) {
+        Err(_) => Ok(None),
+        Ok(value) => {
+            let ms: u64 = value
+                .trim()
+                .parse()
+                .with_context(|| format!("{name}={value:?} is not a whole number"))?;
+            Ok(Some(Duration::from_millis(ms)))
+        }
+    }
+}
+
+fn main() -> Result<()> {
+    callstream_platform::telemetry::init_tracing("info");
+    let config = crm::CrmDispatcherConfig::from_env().context("reading the configuration")?;
+    let app_id = std::env::var("CALLSTREAM_APP_ID").unwrap_or_else(|_| crm::APP_ID.into());
+    let instance = std::env::var("CALLSTREAM_INSTANCE_ID").unwrap_or_else(|_| "0".into());
+    let spec = crm::spec(&config.topics, &app_id);
+    let mut runtime = RuntimeConfig::new(
+        KafkaSettings::from_env(format!("{app_id}-{instance}")),
+        &app_id,
+        instance,
+    );
+    if let Some(timeout) = env_ms("CALLSTREAM_TRANSACTION_TIMEOUT_MS")? {
+        runtime.transaction_timeout = timeout;
+    }
+    if let Some(timeout) = env_ms("CALLSTREAM_SESSION_TIMEOUT_MS")? {
+        runtime.session_timeout = timeout;
+    }
+    runtime.effects = Some(crm::effect_runner(&config).context("building the CRM client")?);
+    stop_on_signal(runtime.shutdown.clone());
+    tracing::info!(app = %app_id, crm = %config.base_url, "CRM dispatcher starting");
+    callstream_runtime::run(crm::processor(&config), spec, runtime)
+        .context("the CRM dispatcher stopped with an error")
+}
+
+/// Sets `shutdown` on SIGTERM or SIGINT.
+fn stop_on_signal(shutdown: Arc<AtomicBool>) {
+    std::thread::spawn(move || {
+        let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        else {
+            return;
+        };
+        runtime.block_on(async {
+            use tokio::signal::unix::{signal, SignalKind};
+            match signal(SignalKind::terminate()) {
+                Ok(mut term) => {
+                    tokio::select! {
+                        _ = tokio::signal::ctrl_c() => {}
+                        _ = term.recv() => {}
+                    }
+                }
+                Err(_) => {
+                    let _ = tokio::signal::ctrl_c().await;
+                }
+            }
+        });
+        shutdown.store(true, Ordering::SeqCst);
+    });
+}

@@ -1,0 +1,132 @@
+//! The records the dispatcher emits: a `crm-result` for every command it
+//! settles and an `exception` for every one that failed for good, both
+//! keyed by contact, with the schemas' headers, the event id header and the
+//! command's trace context.
+//!
+//! Event ids are UUIDv5 over the operation id and the ordinal of the
+//! result (or exception) for that operation, which the ledger counts: a
+//! step repeated after an aborted transaction emits the same ids, and a
+//! command that comes again (a replay) gets new ones.
+
+use callstream_runtime::{header, Output};
+use callstream_schemas::{
+    Actor, CrmCommand, CrmResult, CrmResultStatus, EncodeError, Event, ExceptionEvent,
+    ExceptionStatus, ExceptionType,
+};
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+/// Namespace of the dispatcher's event ids:
+/// UUIDv5(URL, "https://callstream.dev/ns/crm-dispatcher").
+pub const EVENT_ID_NAMESPACE: Uuid = Uuid::from_u128(0x8b86_f0a1_94d0_556b_8d1e_7d50_0898_0979);
+
+/// Physical names of the topics written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutputTopics {
+    pub results: String,
+    pub exceptions: String,
+}
+
+fn event_id(op: &Uuid, what: &str, ordinal: u32) -> Uuid {
+    Uuid::new_v5(
+        &EVENT_ID_NAMESPACE,
+        format!("{op}/{what}/{ordinal}").as_bytes(),
+    )
+}
+
+fn at(ms: i64) -> DateTime<Utc> {
+    DateTime::from_timestamp_millis(ms).unwrap_or_default()
+}
+
+/// What a result says besides the command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Report {
+    pub status: CrmResultStatus,
+    pub object_type: Option<String>,
+    pub object_id: Option<String>,
+    pub attempts: u32,
+    pub http_status: Option<u16>,
+    pub error: Option<String>,
+}
+
+/// The `crm-result` for `command`, the `ordinal`-th for its operation.
+pub fn result(
+    topics: &OutputTopics,
+    command: &CrmCommand,
+    report: &Report,
+    ordinal: u32,
+    now_ms: i64,
+    traceparent: Option<&str>,
+) -> Result<Output, EncodeError> {
+    let event = CrmResult {
+        event_id: event_id(&command.operation_id, "result", ordinal),
+        tenant_id: command.tenant_id.clone(),
+        occurred_at: at(now_ms),
+        causation_id: Some(command.event_id),
+        correlation_id: Some(command.correlation_id.unwrap_or(command.event_id)),
+        operation_id: command.operation_id,
+        contact_id: command.contact_id.clone(),
+        action: command.action,
+        status: report.status,
+        crm_object_type: report.object_type.clone(),
+        crm_object_id: report.object_id.clone(),
+        attempts: i32::try_from(report.attempts).unwrap_or(i32::MAX),
+        http_status: report.http_status.map(i32::from),
+        error: report.error.clone(),
+    };
+    output(&topics.results, &command.contact_id, &event, traceparent)
+}
+
+/// The exception opened for `command`, which failed for `reason`.
+#[allow(clippy::too_many_arguments)]
+pub fn exception(
+    topics: &OutputTopics,
+    command: &CrmCommand,
+    reason: &str,
+    last_error: &str,
+    ordinal: u32,
+    now_ms: i64,
+    actor: &str,
+    traceparent: Option<&str>,
+) -> Result<Output, EncodeError> {
+    let action = command.action.as_str();
+    let event = ExceptionEvent {
+        event_id: event_id(&command.operation_id, "exception-event", ordinal),
+        tenant_id: command.tenant_id.clone(),
+        occurred_at: at(now_ms),
+        causation_id: Some(command.event_id),
+        correlation_id: Some(command.correlation_id.unwrap_or(command.event_id)),
+        exception_id: event_id(&command.operation_id, "exception", ordinal),
+        status: ExceptionStatus::Open,
+        exception_type: ExceptionType::CrmFailed,
+        urgent: false,
+        contact_id: command.contact_id.clone(),
+        campaign_id: command.campaign_id.clone(),
+        job_id: None,
+        launch_id: None,
+        call_id: command.call_id.clone(),
+        operation_id: Some(command.operation_id),
+        reason: reason.to_owned(),
+        detail: Some(format!("{action} failed: {last_error}")),
+        actor: Actor::system(actor),
+        assignee: command.owner_id.clone(),
+    };
+    output(&topics.exceptions, &command.contact_id, &event, traceparent)
+}
+
+fn output<E: Event>(
+    topic: &str,
+    key: &str,
+    event: &E,
+    traceparent: Option<&str>,
+) -> Result<Output, EncodeError> {
+    let mut output = Output::new(topic, key.as_bytes().to_vec(), event.encode()?);
+    for (name, value) in event.kafka_headers() {
+        output = output.header(name, value);
+    }
+    output = output.header(header::EVENT_ID, event.envelope().event_id.to_string());
+    if let Some(trace) = traceparent {
+        output = output.header(header::TRACEPARENT, trace.to_owned());
+    }
+    Ok(output)
+}

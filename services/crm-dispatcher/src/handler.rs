@@ -1,0 +1,121 @@
+//! The effect handler: runs the CRM requests the processor asked for,
+//! after their transaction committed, on the runtime's effect executor.
+//!
+//! Guarantee: a request is sent only before its `not_after_ms` (checked
+//! after the wait for the rate limiter, right before sending), and the HTTP
+//! client's timeout bounds it after that; so once `not_after_ms +
+//! request_timeout` has passed, the request is over, whatever happened to
+//! the process that asked for it. The state machine's reconciliation timer
+//! is set past that point.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use callstream_runtime::{Clock, EffectHandler, EffectRequest, SystemClock};
+use futures::future::BoxFuture;
+
+use crate::client::CrmClient;
+use crate::config::CrmDispatcherConfig;
+use crate::limiter::Limiters;
+use crate::wire::{EffectCall, Outcome};
+
+/// Runs CRM requests: one shared client and per-token limiters.
+#[derive(Clone)]
+pub struct CrmEffects {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    client: CrmClient,
+    limiters: Limiters,
+    config: CrmDispatcherConfig,
+    clock: Arc<dyn Clock>,
+}
+
+impl CrmEffects {
+    pub fn new(config: &CrmDispatcherConfig) -> Result<Self, crate::client::ClientError> {
+        let client = CrmClient::new(
+            &config.base_url,
+            config.policy.request_timeout,
+            config.policy.connect_timeout,
+            config.concurrency,
+        )?;
+        let tokens = std::iter::once(config.default_token.as_str())
+            .chain(config.tenant_tokens.values().map(String::as_str));
+        let limiters = Limiters::new(config.rate_limit, tokens);
+        Ok(Self {
+            inner: Arc::new(Inner {
+                client,
+                limiters,
+                config: config.clone(),
+                clock: Arc::new(SystemClock),
+            }),
+        })
+    }
+
+    /// Uses `clock` for the send deadline (the processor's clock).
+    pub fn with_clock(self, clock: Arc<dyn Clock>) -> Self {
+        let inner = &self.inner;
+        Self {
+            inner: Arc::new(Inner {
+                client: inner.client.clone(),
+                limiters: inner.limiters.clone(),
+                config: inner.config.clone(),
+                clock,
+            }),
+        }
+    }
+
+    /// Runs one call and says what came of it.
+    pub async fn run(&self, call: &EffectCall) -> Outcome {
+        let inner = &self.inner;
+        let left = call.not_after_ms.saturating_sub(inner.clock.now_ms());
+        let Ok(left) = u64::try_from(left) else {
+            return Outcome::Expired;
+        };
+        let token = inner.config.token_for(&call.tenant_id);
+        let deadline = Instant::now() + Duration::from_millis(left);
+        if !inner.limiters.acquire(token, deadline).await {
+            return Outcome::Expired;
+        }
+        // The limiter may have let it through right at the deadline.
+        if inner.clock.now_ms() > call.not_after_ms {
+            return Outcome::Expired;
+        }
+        let outcome = inner.client.send(token, &call.request).await;
+        if let Outcome::Refused {
+            status: 429,
+            retry_after_ms,
+            ..
+        } = &outcome
+        {
+            // Without Retry-After, one period of the CRM's window is a fair guess.
+            let wait = retry_after_ms
+                .map(Duration::from_millis)
+                .unwrap_or(inner.config.rate_limit.window / 10);
+            inner.limiters.pause(token, wait);
+            tracing::warn!(tenant = %call.tenant_id, wait_ms = wait.as_millis() as u64,
+                "CRM rate limit hit; holding this token's requests back");
+        }
+        outcome
+    }
+}
+
+impl EffectHandler for CrmEffects {
+    fn call(&self, request: EffectRequest) -> BoxFuture<'static, Vec<u8>> {
+        let this = self.clone();
+        Box::pin(async move {
+            let outcome = match serde_json::from_slice::<EffectCall>(&request.payload) {
+                Ok(call) => this.run(&call).await,
+                // The processor wrote the payload; not decoding it is a bug,
+                // and nothing was sent.
+                Err(e) => Outcome::Refused {
+                    status: 0,
+                    retry_after_ms: None,
+                    message: format!("unreadable effect request: {e}"),
+                },
+            };
+            outcome.encode()
+        })
+    }
+}

@@ -1,0 +1,186 @@
+//! The client-side rate limit: one GCRA limiter (governor) per bearer
+//! token, each below the CRM's own limit for that token, so `429`s are rare
+//! rather than the flow control. A `429` with `Retry-After` also holds back
+//! every request of that token until the time it names.
+//!
+//! Guarantee: requests of one token pass at most `QuotaPlan::max_per_window`
+//! per window (see `RateLimit::plan`); a wait never outlasts the deadline
+//! given, so a request that could not go in time is not sent at all.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
+
+use crate::config::RateLimit;
+
+/// One token's limiter.
+#[derive(Debug)]
+struct TokenLimit {
+    gcra: Option<DefaultDirectRateLimiter>,
+    /// Until when (ms since `epoch`) the CRM asked this token to hold off.
+    paused_until: AtomicU64,
+}
+
+/// The limiters of every configured token.
+#[derive(Debug, Clone)]
+pub struct Limiters {
+    by_token: Arc<HashMap<String, Arc<TokenLimit>>>,
+    limit: RateLimit,
+    epoch: Instant,
+}
+
+impl Limiters {
+    /// Limiters for `tokens` (duplicates share one).
+    pub fn new<'a>(limit: RateLimit, tokens: impl IntoIterator<Item = &'a str>) -> Self {
+        let by_token = tokens
+            .into_iter()
+            .map(|t| (t.to_owned(), Arc::new(token_limit(&limit))))
+            .collect();
+        Self {
+            by_token: Arc::new(by_token),
+            limit,
+            epoch: Instant::now(),
+        }
+    }
+
+    fn token(&self, token: &str) -> Arc<TokenLimit> {
+        match self.by_token.get(token) {
+            Some(limit) => limit.clone(),
+            // Tokens come from the configuration, so this is not reached;
+            // a fresh limiter is still better than none.
+            None => Arc::new(token_limit(&self.limit)),
+        }
+    }
+
+    fn since_epoch_ms(&self, at: Instant) -> u64 {
+        u64::try_from(at.saturating_duration_since(self.epoch).as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// Waits for `token`'s turn; `false` if it would come after `deadline`.
+    pub async fn acquire(&self, token: &str, deadline: Instant) -> bool {
+        let limit = self.token(token);
+        let paused_until = limit.paused_until.load(Ordering::Relaxed);
+        let now = self.since_epoch_ms(Instant::now());
+        if paused_until > now {
+            let resume = self.epoch + Duration::from_millis(paused_until);
+            if resume > deadline {
+                return false;
+            }
+            tokio::time::sleep_until(resume.into()).await;
+        }
+        match &limit.gcra {
+            None => Instant::now() <= deadline,
+            Some(gcra) => tokio::time::timeout_at(deadline.into(), gcra.until_ready())
+                .await
+                .is_ok(),
+        }
+    }
+
+    /// The CRM refused with `Retry-After`: hold `token` back until then.
+    pub fn pause(&self, token: &str, retry_after: Duration) {
+        let until = self.since_epoch_ms(Instant::now() + retry_after);
+        self.token(token)
+            .paused_until
+            .fetch_max(until, Ordering::Relaxed);
+    }
+}
+
+fn token_limit(limit: &RateLimit) -> TokenLimit {
+    let gcra = limit.plan().and_then(|plan| {
+        Quota::with_period(plan.period).map(|q| RateLimiter::direct(q.allow_burst(plan.burst)))
+    });
+    TokenLimit {
+        gcra,
+        paused_until: AtomicU64::new(0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_token_gets_its_burst_then_waits_for_the_period() {
+        // 10 per second, 2 of headroom: target 8, burst 1; period 125 ms.
+        let limit = RateLimit {
+            max_requests: 10,
+            window: Duration::from_secs(1),
+            headroom: 0.2,
+        };
+        let limiters = Limiters::new(limit, ["a", "b"]);
+        let soon = Instant::now() + Duration::from_millis(40);
+        assert!(limiters.acquire("a", soon).await);
+        assert!(!limiters.acquire("a", soon).await, "the second must wait");
+        assert!(
+            limiters.acquire("b", soon).await,
+            "tokens are limited apart"
+        );
+        let later = Instant::now() + Duration::from_millis(400);
+        assert!(limiters.acquire("a", later).await);
+    }
+
+    #[tokio::test]
+    async fn retry_after_holds_the_token_back() {
+        let limiters = Limiters::new(
+            RateLimit {
+                max_requests: 0,
+                ..RateLimit::default()
+            },
+            ["a"],
+        );
+        limiters.pause("a", Duration::from_millis(300));
+        let started = Instant::now();
+        assert!(
+            !limiters
+                .acquire("a", started + Duration::from_millis(100))
+                .await
+        );
+        assert!(
+            limiters
+                .acquire("a", started + Duration::from_secs(2))
+                .await
+        );
+        assert!(started.elapsed() >= Duration::from_millis(290));
+    }
+
+    #[tokio::test]
+    async fn in_any_window_no_more_than_the_plan_passes() {
+        let limit = RateLimit {
+            max_requests: 20,
+            window: Duration::from_millis(500),
+            headroom: 0.1,
+        };
+        let plan = limit.plan().unwrap();
+        let limiters = Limiters::new(limit, ["a"]);
+        let mut passed = Vec::new();
+        let end = Instant::now() + Duration::from_millis(1600);
+        while Instant::now() < end {
+            if limiters.acquire("a", end).await {
+                passed.push(Instant::now());
+            }
+        }
+        let most = passed
+            .iter()
+            .map(|start| {
+                passed
+                    .iter()
+                    .filter(|t| **t >= *start && t.duration_since(*start) < limit.window)
+                    .count()
+            })
+            .max()
+            .unwrap_or(0);
+        assert!(
+            most as u32 <= plan.max_per_window,
+            "{most} > {}",
+            plan.max_per_window
+        );
+        assert!(most as u32 <= limit.max_requests);
+        assert!(
+            most >= 15,
+            "the limiter should let the target through, got {most}"
+        );
+    }
+}

@@ -1,0 +1,80 @@
+//! The `Processor` the runtime runs: decodes what arrives (a command, a
+//! timer, an effect result), loads the contact's state, lets the state
+//! machine take one step and saves the state, all in one transaction.
+
+use callstream_runtime::{header, Context, EffectResult, ProcessError, Processor, Record, Timer};
+use callstream_schemas::{CrmCommand, Event};
+
+use crate::control::Switches;
+use crate::machine::{Env, Step, TIMER};
+use crate::wire::{token_of, Outcome};
+
+/// The CRM dispatcher over switches `S` (the control table in production).
+pub struct CrmDispatcher<S> {
+    env: Env<S>,
+}
+
+impl<S: Switches> CrmDispatcher<S> {
+    pub fn new(env: Env<S>) -> Self {
+        Self { env }
+    }
+}
+
+fn utf8(bytes: &[u8], what: &str) -> Result<String, ProcessError> {
+    String::from_utf8(bytes.to_vec())
+        .map_err(|_| ProcessError::Invalid(format!("{what} is not UTF-8")))
+}
+
+impl<S: Switches> Processor for CrmDispatcher<S> {
+    fn process(&mut self, ctx: &mut Context<'_>, record: &Record) -> Result<(), ProcessError> {
+        let bytes = record
+            .value
+            .as_deref()
+            .ok_or_else(|| ProcessError::Decode("a crm-command without a value".into()))?;
+        let command = CrmCommand::decode(bytes).map_err(|e| ProcessError::Decode(e.to_string()))?;
+        if command.contact_id.is_empty() {
+            return Err(ProcessError::Invalid(
+                "crm-command without a contact_id".into(),
+            ));
+        }
+        let traceparent = record
+            .headers
+            .get_str(header::TRACEPARENT)
+            .map(str::to_owned);
+        let contact = command.contact_id.clone();
+        let mut step = Step::load(&self.env, ctx, &contact)?;
+        step.arrive(command, traceparent)?;
+        step.save()
+    }
+
+    fn on_timer(&mut self, ctx: &mut Context<'_>, timer: &Timer) -> Result<(), ProcessError> {
+        if timer.handle.name != TIMER {
+            return Ok(());
+        }
+        let contact = utf8(&timer.handle.key, "timer key")?;
+        let token = std::str::from_utf8(&timer.payload)
+            .ok()
+            .and_then(|t| t.parse().ok())
+            .ok_or_else(|| ProcessError::Invalid("timer payload is not a step token".into()))?;
+        let mut step = Step::load(&self.env, ctx, &contact)?;
+        step.on_timer(token)?;
+        step.save()
+    }
+
+    fn on_effect(
+        &mut self,
+        ctx: &mut Context<'_>,
+        result: &EffectResult,
+    ) -> Result<(), ProcessError> {
+        let contact = utf8(&result.request.key, "effect key")?;
+        let Some(token) = token_of(&result.request.id) else {
+            return Err(ProcessError::Invalid(
+                "effect id without a step token".into(),
+            ));
+        };
+        let outcome = Outcome::decode(&result.payload);
+        let mut step = Step::load(&self.env, ctx, &contact)?;
+        step.on_outcome(token, outcome)?;
+        step.save()
+    }
+}
