@@ -129,3 +129,140 @@ fn not_sent_create() -> CreateOutcome {
         reason: "send_deadline".into(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provider::{CreateCall, FindCall};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// Counts creates and accepts them all.
+    #[derive(Default)]
+    struct Counting(AtomicUsize);
+
+    impl VoiceProvider for Counting {
+        fn name(&self) -> &'static str {
+            "counting"
+        }
+        fn create_call(&self, _: CreateCall) -> BoxFuture<'static, CreateOutcome> {
+            let n = self.0.fetch_add(1, Ordering::SeqCst);
+            Box::pin(async move {
+                CreateOutcome::Accepted {
+                    call_id: format!("CA{n}"),
+                }
+            })
+        }
+        fn find_call(&self, _: FindCall) -> BoxFuture<'static, LookupOutcome> {
+            Box::pin(async { LookupOutcome::NotFound })
+        }
+    }
+
+    fn create(seq: u32, send_by_ms: i64) -> EffectRequest {
+        let call = EffectCall::Create {
+            seq,
+            send_by_ms,
+            call: CreateCall {
+                launch_id: uuid::Uuid::from_u128(u128::from(seq)),
+                tenant_id: "t".into(),
+                contact_id: "c".into(),
+                campaign_id: "k".into(),
+                to: "+15550001111".into(),
+                from: None,
+            },
+        };
+        EffectRequest {
+            partition: 0,
+            key: b"k".to_vec(),
+            id: format!("op/{seq}"),
+            payload: call.encode(),
+        }
+    }
+
+    fn reply(bytes: &[u8]) -> EffectReply {
+        EffectReply::decode(bytes).unwrap()
+    }
+
+    #[tokio::test]
+    async fn nothing_is_sent_past_the_send_deadline() {
+        let provider = Arc::new(Counting::default());
+        let metrics = Arc::new(DispatchMetrics::new());
+        let handler = DispatchEffects::new(provider.clone(), std::num::NonZeroU32::MIN, metrics);
+        let now = SystemClock.now_ms();
+        let late = reply(&handler.call(create(1, now - 1)).await);
+        assert!(
+            matches!(
+                late,
+                EffectReply::Create {
+                    seq: 1,
+                    outcome: CreateOutcome::NotSent { .. }
+                }
+            ),
+            "{late:?}"
+        );
+        // One call per second: the first goes, the second cannot get a
+        // permit within its 200 ms and is not sent either.
+        let first = reply(&handler.call(create(2, now + 200)).await);
+        let second = reply(&handler.call(create(3, now + 200)).await);
+        assert!(
+            matches!(
+                first,
+                EffectReply::Create {
+                    outcome: CreateOutcome::Accepted { .. },
+                    ..
+                }
+            ),
+            "{first:?}"
+        );
+        assert!(
+            matches!(
+                second,
+                EffectReply::Create {
+                    outcome: CreateOutcome::NotSent { .. },
+                    ..
+                }
+            ),
+            "{second:?}"
+        );
+        assert_eq!(provider.0.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn the_rate_limiter_spaces_creates() {
+        let provider = Arc::new(Counting::default());
+        let rate = std::num::NonZeroU32::new(20).unwrap();
+        let handler =
+            DispatchEffects::new(provider.clone(), rate, Arc::new(DispatchMetrics::new()));
+        let deadline = SystemClock.now_ms() + 10_000;
+        let started = Instant::now();
+        let calls: Vec<_> = (0..40).map(|i| handler.call(create(i, deadline))).collect();
+        let replies = futures::future::join_all(calls).await;
+        // A burst of 20, then 20 more at 20 per second: about a second.
+        let took = started.elapsed();
+        assert!(took >= Duration::from_millis(900), "{took:?}");
+        assert!(replies.iter().all(|r| matches!(
+            reply(r),
+            EffectReply::Create {
+                outcome: CreateOutcome::Accepted { .. },
+                ..
+            }
+        )));
+        assert_eq!(provider.0.load(Ordering::SeqCst), 40);
+    }
+
+    #[tokio::test]
+    async fn an_unreadable_request_is_refused_without_a_call() {
+        let provider = Arc::new(Counting::default());
+        let handler = DispatchEffects::new(
+            provider.clone(),
+            std::num::NonZeroU32::MIN,
+            Arc::new(DispatchMetrics::new()),
+        );
+        let mut request = create(1, i64::MAX);
+        request.payload = b"{}".to_vec();
+        assert!(matches!(
+            reply(&handler.call(request).await),
+            EffectReply::Refused { .. }
+        ));
+        assert_eq!(provider.0.load(Ordering::SeqCst), 0);
+    }
+}

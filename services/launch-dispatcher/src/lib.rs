@@ -43,6 +43,7 @@ pub mod ledger;
 pub mod machine;
 pub mod processor;
 pub mod provider;
+pub mod step;
 pub mod telemetry;
 pub mod wire;
 

@@ -3,7 +3,7 @@
 //! which effect to ask for and where the step timer goes, out. The
 //! processor applies a [`Step`] to the context in one transaction.
 //!
-//! Guarantees (checked by the property test in `tests/state_machine.rs`):
+//! Guarantees (checked by the property test in `tests/state_machine_props.rs`):
 //! - A create is asked for only from a state where no earlier create can
 //!   have placed a call: a fresh launch, a transient failure (the provider
 //!   said nothing was placed), a request that was never sent, or a lookup
@@ -12,119 +12,12 @@
 //! - `Done` is final: nothing after it changes the outcome or emits again.
 
 use crate::backoff::seed_of;
-use crate::config::{ms, DispatchPolicy};
+use crate::config::ms;
 use crate::ledger::{Entry, Failure, FailureKind, Launch, Outcome, Phase};
 use crate::provider::{CreateCall, CreateOutcome, FindCall, LookupOutcome};
 use crate::wire::{EffectCall, EffectReply};
 
-/// What a decision may depend on besides the entry.
-#[derive(Debug, Clone, Copy)]
-pub struct Env<'a> {
-    pub now_ms: i64,
-    /// Shadow mode for the launch's tenant and campaign, read from `control` now.
-    pub shadow: bool,
-    pub policy: &'a DispatchPolicy,
-    /// The adapter's name; a launch asking for another provider fails.
-    pub provider: &'a str,
-    /// Whether the adapter has a caller id for launches that name none.
-    pub has_default_from: bool,
-}
-
-/// Where the launch's step timer goes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TimerChange {
-    Keep,
-    Set(i64),
-}
-
-/// What happens to the ledger entry.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Store {
-    Keep,
-    Put(Box<Entry>),
-    /// The retention after `Done` has passed.
-    Delete,
-}
-
-/// Something to tell the world.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Notice {
-    /// A `call-launch` with this outcome (a failure also opens an exception).
-    Final(Outcome),
-    /// A `call-launch` of status `ambiguous`: reconciliation starts.
-    Ambiguous {
-        reason: String,
-        detail: Option<String>,
-    },
-    /// An audit event: what a reconciliation found.
-    Reconciled { detail: String },
-}
-
-/// One transition.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Step {
-    pub store: Store,
-    pub notices: Vec<Notice>,
-    pub effect: Option<EffectCall>,
-    pub timer: TimerChange,
-    /// Why nothing happened, for the log and the metrics.
-    pub ignored: Option<Ignored>,
-}
-
-/// Why an event changed nothing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Ignored {
-    /// A command for a launch id already in the ledger.
-    Duplicate,
-    /// The provider reports another call for a finished launch: the one
-    /// thing that must never happen. Logged as an error and counted.
-    SecondCall,
-    /// A reply after the launch finished.
-    AfterFinish,
-    /// A reply to an earlier step.
-    Stale,
-    /// The handler could not read the request; the step timer reconciles.
-    Refused,
-}
-
-impl Ignored {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Ignored::Duplicate => "duplicate launch command",
-            Ignored::SecondCall => "SECOND CALL reported for a finished launch",
-            Ignored::AfterFinish => "reply after the launch finished",
-            Ignored::Stale => "reply to an earlier step",
-            Ignored::Refused => "effect refused; the step timer reconciles",
-        }
-    }
-}
-
-impl Step {
-    fn ignore(why: Ignored) -> Self {
-        Self {
-            store: Store::Keep,
-            notices: Vec::new(),
-            effect: None,
-            timer: TimerChange::Keep,
-            ignored: Some(why),
-        }
-    }
-
-    fn put(entry: Entry) -> Self {
-        Self {
-            store: Store::Put(Box::new(entry)),
-            notices: Vec::new(),
-            effect: None,
-            timer: TimerChange::Keep,
-            ignored: None,
-        }
-    }
-
-    fn notice(mut self, notice: Notice) -> Self {
-        self.notices.insert(0, notice);
-        self
-    }
-}
+pub use crate::step::{Env, Ignored, Notice, Step, Store, TimerChange};
 
 /// A launch command arrived. A launch id already in the ledger is a
 /// duplicate and changes nothing.

@@ -3,6 +3,7 @@
 #![allow(dead_code, clippy::unwrap_used)]
 
 use callstream_launch_dispatcher::ledger::{key_of, Entry};
+use callstream_launch_dispatcher::provider::{CreateOutcome, LookupOutcome};
 use callstream_launch_dispatcher::wire::{EffectCall, EffectReply};
 use callstream_launch_dispatcher::{
     processor, spec, DispatcherConfig, LaunchDispatcher, LAUNCHES_STORE,
@@ -11,7 +12,7 @@ use callstream_platform::Topics;
 use callstream_runtime::{EffectRequest, Input, TestDriver};
 use callstream_schemas::{
     AuditEvent, CallLaunch, ControlChange, ControlSetting, ControlValue, Event, ExceptionEvent,
-    JobOrigin, LaunchCommand,
+    JobOrigin, LaunchCommand, LaunchStatus,
 };
 use chrono::DateTime;
 use uuid::Uuid;
@@ -168,3 +169,28 @@ pub fn seq_of(call: &EffectCall) -> u32 {
         EffectCall::Create { seq, .. } | EffectCall::Lookup { seq, .. } => *seq,
     }
 }
+
+pub fn created(call: &EffectCall, outcome: CreateOutcome) -> EffectReply {
+    EffectReply::Create {
+        seq: seq_of(call),
+        outcome,
+    }
+}
+
+pub fn looked(call: &EffectCall, outcome: LookupOutcome) -> EffectReply {
+    EffectReply::Lookup {
+        seq: seq_of(call),
+        outcome,
+    }
+}
+
+pub fn accepted(id: &str) -> CreateOutcome {
+    CreateOutcome::Accepted { call_id: id.into() }
+}
+
+pub fn statuses(driver: &TestDriverD) -> Vec<LaunchStatus> {
+    launches(driver).iter().map(|l| l.status).collect()
+}
+
+pub type TestDriverD =
+    callstream_runtime::TestDriver<callstream_launch_dispatcher::LaunchDispatcher>;
