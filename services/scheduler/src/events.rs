@@ -74,7 +74,7 @@ pub fn schedule_event(job: &Job, decision: Decision<'_>) -> ScheduleEvent {
 /// The LaunchDue command for a job whose slot came due at `due`.
 pub fn launch_due(job: &Job, slot: u64, due: Timestamp) -> ContactCommand {
     ContactCommand {
-        event_id: ids::for_slot("launch_due_command", job.job_id, slot),
+        event_id: ids::for_slot("launch_due_command", &job.tenant_id, job.job_id, slot),
         tenant_id: job.tenant_id.clone(),
         occurred_at: due,
         causation_id: Some(job.decision_event_id),
@@ -110,7 +110,7 @@ pub fn no_slot_exception(
         occurred_at,
         causation_id: Some(job.decision_event_id),
         correlation_id: job.correlation_id,
-        exception_id: ids::derived("no_slot_case", job.job_id),
+        exception_id: ids::for_job("no_slot_case", &job.tenant_id, job.job_id),
         status: ExceptionStatus::Open,
         exception_type: ExceptionType::NoSlot,
         urgent: false,

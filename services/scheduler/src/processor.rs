@@ -260,7 +260,7 @@ impl Scheduler {
             &job.contact_id,
             &command,
         )?;
-        let event_id = ids::for_slot("launch_due", job.job_id, slot);
+        let event_id = ids::for_slot("launch_due", &job.tenant_id, job.job_id, slot);
         let event = events::schedule_event(
             &job,
             Decision {
