@@ -300,31 +300,5 @@ impl CachedGrid {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
-
-    proptest! {
-        #[test]
-        fn chunks_round_trip(slots in proptest::collection::btree_map(0u64..CHUNK_SLOTS, proptest::collection::vec(any::<u128>(), 1..4), 0..20)) {
-            let chunk = 7;
-            let slots: Vec<(u64, Vec<JobId>)> = slots
-                .into_iter()
-                .map(|(i, jobs)| (chunk * CHUNK_SLOTS + i, jobs.into_iter().map(Uuid::from_u128).collect()))
-                .collect();
-            let config = GridConfig { slot_seconds: 75, capacity_per_slot: 4 };
-            // Job ids must be unique across slots to form a grid.
-            let mut seen = std::collections::HashSet::new();
-            prop_assume!(slots.iter().flat_map(|(_, j)| j).all(|j| seen.insert(*j)));
-            let grid = SlotGrid::from_slots(config, slots.clone()).map_err(|e| TestCaseError::fail(e.to_string()))?;
-            let mut back = Vec::new();
-            prop_assert!(decode_chunk(&encode_chunk(&grid, chunk), &mut back).is_some());
-            prop_assert_eq!(back, slots);
-        }
-
-        #[test]
-        fn garbage_chunks_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..100)) {
-            let _ = decode_chunk(&bytes, &mut Vec::new());
-        }
-    }
-}
+#[allow(clippy::unwrap_used)]
+mod tests;

@@ -2,115 +2,18 @@
 //! allocation in the window, a move out of the window with the buffer, a
 //! refusal at the horizon, a cancel that frees its slot, LaunchDue at the
 //! slot's time by the wall clock, duplicates, tenants apart, control
-//! changes, and a restart mid-stream that changes no output.
-
+//! changes and refused input.
 #![allow(clippy::unwrap_used)] // tests may unwrap: a panic is the failure report
 
 mod common;
 
-use callstream_platform::Topics;
-use callstream_runtime::{header, Input, Produced, TestDriver};
-use callstream_scheduler::{processor, spec, Scheduler, SchedulerConfig};
+use callstream_runtime::{header, Input};
 use callstream_schemas::{
-    ContactCommand, ContactCommandKind, Event, ExceptionEvent, ExceptionType, ScheduleEvent,
-    ScheduleEventKind, ScheduleRequest, ZoneSource,
+    ContactCommand, ContactCommandKind, Event, ExceptionEvent, ExceptionType, ScheduleEventKind,
+    ZoneSource,
 };
-use chrono::TimeZone;
-use chrono_tz::America::Chicago;
+use common::kit::*;
 use common::{cancel, control_changes, plan};
-
-const CONTROL: &str = r#"
-[tenants.acme.grid]
-slot_seconds = 75
-launches_per_slot = 1
-default_time_zone = "America/Chicago"
-
-[tenants.acme.campaigns.enrolment]
-windows = [{ days = "weekdays", start = "09:00", end = "17:00" }]
-move_buffer_minutes = 15
-
-[tenants.beta.grid]
-default_time_zone = "America/Chicago"
-
-[tenants.beta.campaigns.enrolment]
-windows = [{ days = "weekdays", start = "09:00", end = "17:00" }]
-"#;
-
-const SLOT_MS: i64 = 75_000;
-
-fn chicago_ms(d: u32, h: u32, m: u32) -> i64 {
-    Chicago
-        .with_ymd_and_hms(2024, 6, d, h, m, 0)
-        .unwrap()
-        .timestamp_millis()
-}
-
-/// Friday 2024-06-07 10:00 in Chicago.
-fn start() -> i64 {
-    chicago_ms(7, 10, 0)
-}
-
-/// Ten minutes after the start: a slot that is not due yet.
-fn soon() -> i64 {
-    start() + 600_000
-}
-
-fn driver_with(config: impl FnOnce(&mut SchedulerConfig), control: &str) -> TestDriver<Scheduler> {
-    let topics = Topics::default();
-    let mut scheduler_config = SchedulerConfig::new(&topics);
-    config(&mut scheduler_config);
-    let mut driver = TestDriver::new(
-        processor(scheduler_config),
-        spec(&topics, "scheduler"),
-        4,
-        start(),
-    );
-    for change in control_changes(control) {
-        driver.set_global(
-            "control",
-            change.record_key(),
-            Some(change.encode().unwrap()),
-        );
-    }
-    driver
-}
-
-fn driver() -> TestDriver<Scheduler> {
-    driver_with(|_| {}, CONTROL)
-}
-
-fn send(driver: &mut TestDriver<Scheduler>, request: &ScheduleRequest) {
-    driver.pipe(
-        Input::new(
-            "schedule-requests",
-            request.tenant_id.clone(),
-            request.encode().unwrap(),
-        )
-        .header(header::EVENT_ID, request.event_id.to_string()),
-    );
-}
-
-fn decoded<E: Event>(produced: Vec<&Produced>) -> Vec<E> {
-    produced
-        .iter()
-        .map(|p| E::decode(p.value.as_deref().unwrap()).unwrap())
-        .collect()
-}
-
-fn schedule_events(driver: &TestDriver<Scheduler>) -> Vec<ScheduleEvent> {
-    decoded(driver.outputs("schedule-events"))
-}
-
-fn of_kind(driver: &TestDriver<Scheduler>, kind: ScheduleEventKind) -> Vec<ScheduleEvent> {
-    schedule_events(driver)
-        .into_iter()
-        .filter(|e| e.kind == kind)
-        .collect()
-}
-
-fn slot_ms(event: &ScheduleEvent) -> i64 {
-    event.slot_at.map(|t| t.timestamp_millis()).unwrap()
-}
 
 #[test]
 fn a_request_in_its_window_gets_the_first_slot_at_or_after_its_earliest_time() {
@@ -340,81 +243,4 @@ fn a_request_not_keyed_by_its_tenant_is_dead_lettered() {
     ));
     assert_eq!(d.dead_letters().len(), 2);
     assert!(schedule_events(&d).is_empty());
-}
-
-/// The same stream, with or without restarts (and a cold cache) on the way.
-fn scenario(restart_every: Option<usize>) -> Vec<(String, Vec<u8>)> {
-    let mut d = driver();
-    let mut step = 0;
-    let mut maybe_restart = |d: &mut TestDriver<Scheduler>| {
-        step += 1;
-        if restart_every.is_some_and(|n| step % n == 0) {
-            d.processor().forget_cache();
-            d.restart();
-        }
-    };
-    for job in 1..=40u128 {
-        let tenant = if job % 3 == 0 { "beta" } else { "acme" };
-        let earliest = start() + (job as i64 % 5) * 200_000;
-        send(&mut d, &plan(tenant, job, &format!("lead-{job}"), earliest));
-        maybe_restart(&mut d);
-        if job % 7 == 0 {
-            send(
-                &mut d,
-                &cancel(tenant, job - 2, &format!("lead-{}", job - 2), "operator"),
-            );
-            maybe_restart(&mut d);
-        }
-        if job % 5 == 0 {
-            d.advance_wall_clock_ms(150_000);
-            maybe_restart(&mut d);
-        }
-    }
-    d.advance_wall_clock_ms(86_400_000);
-    ["schedule-events", "contact-commands", "exceptions"]
-        .iter()
-        .flat_map(|topic| {
-            d.outputs(topic)
-                .into_iter()
-                .map(|p| (topic.to_string(), p.value.clone().unwrap_or_default()))
-                .collect::<Vec<_>>()
-        })
-        .collect()
-}
-
-#[test]
-fn a_restart_mid_stream_keeps_the_grid_and_the_timers_and_changes_no_output() {
-    let straight = scenario(None);
-    let due = straight
-        .iter()
-        .filter(|(t, _)| t == "contact-commands")
-        .count();
-    assert!(due > 30, "most jobs launch: {due}");
-    for every in [1, 3, 7] {
-        assert_eq!(
-            scenario(Some(every)),
-            straight,
-            "restarting every {every} steps"
-        );
-    }
-}
-
-#[test]
-fn the_same_input_gives_the_same_event_ids() {
-    let first = schedule_events(&{
-        let mut d = driver();
-        send(&mut d, &plan("acme", 1, "lead-1", start()));
-        d.advance_wall_clock_ms(3_600_000);
-        d
-    });
-    let second = schedule_events(&{
-        let mut d = driver();
-        send(&mut d, &plan("acme", 1, "lead-1", start()));
-        d.advance_wall_clock_ms(3_600_000);
-        d
-    });
-    assert_eq!(first.len(), 2);
-    let ids = |events: &[ScheduleEvent]| events.iter().map(|e| e.event_id).collect::<Vec<_>>();
-    assert_eq!(ids(&first), ids(&second));
-    assert!(first.iter().all(|e| e.event_id.get_version_num() == 5));
 }

@@ -1,6 +1,8 @@
 //! Builders shared by the scheduler's driver and broker tests.
 #![allow(dead_code)] // each test binary uses part of it
 
+pub mod kit;
+
 use std::collections::BTreeMap;
 
 use callstream_control::diff::{change_events, plan_changes, ApplyMeta};
