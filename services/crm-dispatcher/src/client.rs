@@ -166,6 +166,7 @@ pub fn classify(
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

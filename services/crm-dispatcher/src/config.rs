@@ -381,5 +381,6 @@ fn parse_pairs(name: &'static str, list: &str) -> Result<BTreeMap<String, String
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 #[path = "config_tests.rs"]
 mod tests;

@@ -55,9 +55,10 @@ use std::sync::Arc;
 use callstream_platform::topics::{self, Topics};
 use callstream_runtime::{EffectRunner, Processor, ProcessorSpec};
 
+pub use callstream_control::ControlTable;
 pub use client::ClientError;
 pub use config::{ConfigError, CrmDispatcherConfig, DispatchPolicy, RateLimit};
-pub use control::{ControlSwitches, Switches};
+pub use control::Switches;
 pub use events::OutputTopics;
 pub use handler::CrmEffects;
 pub use machine::{Env, TIMER};
@@ -91,7 +92,7 @@ pub fn output_topics(topics: &Topics) -> OutputTopics {
 pub fn processor(config: &CrmDispatcherConfig) -> impl Processor {
     processor_with(
         config,
-        ControlSwitches::new(config.topics.name(topics::CONTROL)),
+        ControlTable::new(config.topics.name(topics::CONTROL)),
     )
 }
 

@@ -190,5 +190,6 @@ fn own(sent: Sent) -> Next {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 #[path = "policy_tests.rs"]
 mod tests;

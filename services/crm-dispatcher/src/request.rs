@@ -186,5 +186,6 @@ pub fn body(request: &CrmRequest) -> Value {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 #[path = "request_tests.rs"]
 mod tests;
