@@ -29,7 +29,7 @@ pub mod state;
 pub mod testkit;
 pub mod window;
 
-use callstream_platform::topics::{self, TopicKind, TopicSpec, Topics};
+use callstream_platform::topics::{self, Topics};
 use callstream_runtime::ProcessorSpec;
 
 pub use codec::CodecError;
@@ -39,8 +39,8 @@ pub use processor::{Detector, AGGREGATES_STORE, ALERTS_STORE, BUCKETS_STORE, CON
 
 /// The logical topic carrying each partition's counts of a closed delivery
 /// bucket to the partition of its tenant (JSON values, keyed by tenant).
-/// An input of the detector: it must exist with the inputs' partition count.
-pub const DELIVERY_PARTIALS: &str = "delivery-partials";
+/// An input of the detector, declared with the design's topics.
+pub use callstream_platform::topics::DELIVERY_PARTIALS;
 
 /// The app id `callstream process completion-detector` runs under.
 pub const APP_ID: &str = "completion-detector";
@@ -61,10 +61,4 @@ pub fn spec(topics: &Topics, app_id: &str) -> ProcessorSpec {
         .store(AGGREGATES_STORE)
         .store(ALERTS_STORE)
         .global_table(topics.name(topics::CONTROL))
-}
-
-/// Topics the detector needs beyond the design's list (create them with the
-/// others; `platform::topics::ALL` should carry them eventually).
-pub fn extra_topics(topics: &Topics) -> Vec<TopicSpec> {
-    vec![topics.spec(DELIVERY_PARTIALS, TopicKind::Events)]
 }

@@ -42,12 +42,9 @@ impl Detector {
         let mut counts = match existing {
             Some(counts) => counts,
             None => {
-                let control = self.names.control.clone();
                 let tenant =
                     self.windows
-                        .tenant_window(&launch.tenant_id, self.default_window(), |k| {
-                            ctx.global(&control, k.as_bytes())
-                        });
+                        .window(ctx, &launch.tenant_id, None, self.default_window());
                 let delay = self
                     .config
                     .bucket_close_delay_ms

@@ -20,7 +20,7 @@ use crate::config::DetectorConfig;
 use crate::join::{Clocks, JoinSettings};
 use crate::monitor::MonitorSettings;
 use crate::state::{Completion, Launch};
-use crate::window::{Window, WindowCache};
+use crate::window::{Window, Windows};
 use crate::DELIVERY_PARTIALS;
 
 /// Store of the join state, one entry per contact.
@@ -52,7 +52,6 @@ pub(crate) struct Names {
     pub resolved: String,
     pub exceptions: String,
     pub alerts: String,
-    pub control: String,
 }
 
 /// The completion detector.
@@ -61,7 +60,7 @@ pub struct Detector {
     pub(crate) names: Names,
     pub(crate) join: JoinSettings,
     pub(crate) monitor: MonitorSettings,
-    pub(crate) windows: WindowCache,
+    pub(crate) windows: Windows,
     /// Wall time of the last record handled, per partition (not state: a
     /// restarted instance starts out "quiet" until its first batch).
     activity: HashMap<i32, i64>,
@@ -78,8 +77,8 @@ impl Detector {
             resolved: t.name(topics::COMPLETION_RESOLVED),
             exceptions: t.name(topics::EXCEPTIONS),
             alerts: t.name(topics::ALERTS),
-            control: t.name(topics::CONTROL),
         };
+        let windows = Windows::new(t.name(topics::CONTROL));
         let join = JoinSettings {
             early_grace_ms: config.early_grace_ms,
             late_retention_ms: config.late_retention_ms,
@@ -96,7 +95,7 @@ impl Detector {
             names,
             join,
             monitor,
-            windows: WindowCache::default(),
+            windows,
             activity: HashMap::new(),
         }
     }
@@ -136,13 +135,12 @@ impl Detector {
         if launch.status != LaunchStatus::Accepted {
             return Ok(());
         }
-        let control = self.names.control.clone();
-        let default = self.default_window();
-        let window = self
-            .windows
-            .window(&launch.tenant_id, &launch.campaign_id, default, |key| {
-                ctx.global(&control, key.as_bytes())
-            });
+        let window = self.windows.window(
+            ctx,
+            &launch.tenant_id,
+            Some(&launch.campaign_id),
+            self.default_window(),
+        );
         let accepted = Launch {
             launch_id: launch.launch_id,
             job_id: launch.job_id,
