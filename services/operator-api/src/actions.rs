@@ -1,0 +1,374 @@
+//! The actions: each becomes one command on Kafka (`contact-commands` keyed by contact,
+//! or a change on the compacted `control` topic), answered 202 with the command id once the
+//! broker has it. Nothing here writes a row: the commands view shows the command when the
+//! projection has read it, and `applied` or `rejected` when a processor has acted on it.
+//!
+//! Every object an action names is looked up in the token's tenant first; one of another
+//! tenant is not found (404), so no tenant can act on another's contacts.
+
+use std::time::{Duration, Instant};
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::Json;
+use callstream_platform::topics;
+use callstream_schemas::{Actor, AnyEvent, ContactCommand, ContactCommandKind, JobOrigin};
+use chrono::{DateTime, Utc};
+use serde::Deserialize;
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use crate::app::AppState;
+use crate::auth::{Principal, Role};
+use crate::error::{ApiError, ErrorBody};
+use crate::extract::{Body, Path, Query, WaitParam};
+use crate::model::{Accepted, CommandStatus};
+
+/// Status of a command; `?wait=` waits for `applied` or `rejected`.
+#[utoipa::path(get, path = "/v1/commands/{command_id}", tag = "commands",
+    params(("command_id" = Uuid, Path, description = "The id an action answered"), WaitParam, crate::app::TenantHeader),
+    security(("bearer" = [])),
+    responses((status = 200, body = CommandStatus), (status = 400, body = ErrorBody),
+        (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 422, body = ErrorBody)))]
+pub async fn get_command(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path(command_id): Path<Uuid>,
+    Query(wait): Query<WaitParam>,
+) -> Result<Json<CommandStatus>, ApiError> {
+    principal.require(Role::Viewer)?;
+    let wait = wait.duration(state.config().max_wait)?;
+    let status = wait_for(
+        &state,
+        &principal.tenant_id,
+        command_id,
+        wait.unwrap_or_default(),
+    )
+    .await?;
+    status
+        .map(Json)
+        .ok_or(ApiError::NotFound { what: "command" })
+}
+
+/// The command's status from the view, waiting up to `wait` for an outcome. A command this
+/// API sent that the projection has not read yet is `pending`.
+async fn wait_for(
+    state: &AppState,
+    tenant: &str,
+    command_id: Uuid,
+    wait: Duration,
+) -> Result<Option<CommandStatus>, ApiError> {
+    let deadline = Instant::now() + wait;
+    loop {
+        let row: Option<CommandStatus> = sqlx::query_as(
+            "SELECT command_id, kind, contact_id, actor_id, requested_at, status, status_at, reason
+             FROM commands WHERE tenant_id = $1 AND command_id = $2",
+        )
+        .bind(tenant)
+        .bind(command_id)
+        .fetch_optional(state.pool())
+        .await?;
+        let done = row.as_ref().is_some_and(|r| r.status != "pending");
+        if done || Instant::now() >= deadline {
+            return Ok(row.or_else(|| state.issued(tenant, command_id)));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Sends the command and answers 202, after waiting if asked.
+#[allow(clippy::too_many_arguments)] // one place that sends every kind of command
+pub(crate) async fn send(
+    state: &AppState,
+    principal: &Principal,
+    topic: &str,
+    key: &str,
+    event: AnyEvent,
+    kind: String,
+    contact_id: Option<String>,
+    wait: Option<Duration>,
+) -> Result<(StatusCode, Json<Accepted>), ApiError> {
+    let command_id = event.envelope().event_id;
+    let topic = state.config().topics.name(topic);
+    state.publisher().send(&topic, key, &event).await?;
+    state.remember(principal, command_id, kind.clone(), contact_id);
+    tracing::info!(%command_id, kind, tenant = %principal.tenant_id, token = %principal.token_id, "command sent");
+    let status = match wait {
+        Some(wait) => wait_for(state, &principal.tenant_id, command_id, wait).await?,
+        None => None,
+    };
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(Accepted {
+            command_id,
+            status: status
+                .as_ref()
+                .map_or("pending".into(), |s| s.status.clone()),
+            reason: status.and_then(|s| s.reason),
+            status_url: format!("/v1/commands/{command_id}"),
+        }),
+    ))
+}
+
+pub(crate) fn contact_command(
+    principal: &Principal,
+    kind: ContactCommandKind,
+    contact_id: &str,
+) -> ContactCommand {
+    let id = Uuid::new_v4();
+    ContactCommand {
+        event_id: id,
+        tenant_id: principal.tenant_id.clone(),
+        occurred_at: Utc::now(),
+        causation_id: None,
+        correlation_id: Some(id),
+        kind,
+        contact_id: contact_id.to_string(),
+        actor: Actor::operator(principal.subject.clone()),
+        request_id: None,
+        campaign_id: None,
+        job_id: None,
+        launch_id: None,
+        exception_id: None,
+        origin: None,
+        slot: None,
+        slot_at: None,
+        requested_at: None,
+        contact: None,
+        reason: None,
+    }
+}
+
+async fn contact_exists(state: &AppState, tenant: &str, contact_id: &str) -> Result<(), ApiError> {
+    let found: bool = sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM contact_timeline WHERE tenant_id = $1 AND contact_id = $2)
+             OR EXISTS (SELECT 1 FROM jobs WHERE tenant_id = $1 AND contact_id = $2)",
+    )
+    .bind(tenant)
+    .bind(contact_id)
+    .fetch_one(state.pool())
+    .await?;
+    if found {
+        Ok(())
+    } else {
+        Err(ApiError::NotFound { what: "contact" })
+    }
+}
+
+pub(crate) fn reason_of(reason: Option<String>) -> Result<Option<String>, ApiError> {
+    match reason {
+        Some(r) if r.len() > 500 => Err(ApiError::Unprocessable(
+            "reason is longer than 500 characters".into(),
+        )),
+        Some(r) if r.trim().is_empty() => Ok(None),
+        other => Ok(other),
+    }
+}
+
+/// Body of a retry.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RetryBody {
+    /// The job to retry (one of the contact's); default its latest.
+    pub job_id: Option<Uuid>,
+    /// The campaign to plan the retry in; default the job's.
+    pub campaign_id: Option<String>,
+    /// Why (kept on the audit trail).
+    pub reason: Option<String>,
+    /// Retry later only: when (RFC 3339, in the future). Required there.
+    pub at: Option<DateTime<Utc>>,
+}
+
+/// Body of an action that only needs a reason.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReasonBody {
+    /// Why (kept on the audit trail).
+    pub reason: Option<String>,
+}
+
+/// Body of cancelling a contact's future jobs: a reason is required.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CancelBody {
+    /// Why they are cancelled (required: no cancellation without a reason).
+    pub reason: Option<String>,
+}
+
+async fn retry(
+    state: &AppState,
+    principal: &Principal,
+    contact_id: &str,
+    body: RetryBody,
+    later: bool,
+    wait: Option<Duration>,
+) -> Result<(StatusCode, Json<Accepted>), ApiError> {
+    principal.require(Role::Operator)?;
+    let reason = reason_of(body.reason)?;
+    let at = match (later, body.at) {
+        (true, None) => {
+            return Err(ApiError::Unprocessable(
+                "at is required for retry later".into(),
+            ))
+        }
+        (true, Some(at)) if at <= Utc::now() => {
+            return Err(ApiError::Unprocessable("at must be in the future".into()))
+        }
+        (false, Some(_)) => {
+            return Err(ApiError::Unprocessable("at is only for retry later".into()))
+        }
+        (_, at) => at,
+    };
+    contact_exists(state, &principal.tenant_id, contact_id).await?;
+    let mut campaign_id = body.campaign_id;
+    if let Some(job_id) = body.job_id {
+        let job = crate::reads::find_job(state, &principal.tenant_id, job_id).await?;
+        match job {
+            Some(job) if job.contact_id == contact_id => {
+                campaign_id = campaign_id.or(job.campaign_id);
+            }
+            _ => return Err(ApiError::NotFound { what: "job" }),
+        }
+    }
+    let kind = if later {
+        ContactCommandKind::RetryLater
+    } else {
+        ContactCommandKind::RetryNow
+    };
+    let mut command = contact_command(principal, kind, contact_id);
+    command.job_id = body.job_id;
+    command.campaign_id = campaign_id;
+    command.origin = Some(JobOrigin::OperatorRetry);
+    command.requested_at = at;
+    command.reason = reason;
+    send(
+        state,
+        principal,
+        topics::CONTACT_COMMANDS,
+        contact_id,
+        command.into(),
+        kind.to_string(),
+        Some(contact_id.to_string()),
+        wait,
+    )
+    .await
+}
+
+pub(crate) type Answer = Result<(StatusCode, Json<Accepted>), ApiError>;
+
+/// Plan a call for the contact now (through the scheduler, in its window).
+#[utoipa::path(post, path = "/v1/contacts/{contact_id}/retry-now", tag = "actions",
+    params(("contact_id" = String, Path), WaitParam, crate::app::TenantHeader), request_body(content = RetryBody),
+    security(("bearer" = [])),
+    responses((status = 202, body = Accepted), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody),
+        (status = 503, body = ErrorBody)))]
+pub async fn retry_now(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path(contact_id): Path<String>,
+    Query(wait): Query<WaitParam>,
+    Body(body): Body<RetryBody>,
+) -> Answer {
+    let wait = wait.duration(state.config().max_wait)?;
+    retry(&state, &principal, &contact_id, body, false, wait).await
+}
+
+/// Plan a call for the contact at a time.
+#[utoipa::path(post, path = "/v1/contacts/{contact_id}/retry-later", tag = "actions",
+    params(("contact_id" = String, Path), WaitParam, crate::app::TenantHeader), request_body(content = RetryBody),
+    security(("bearer" = [])),
+    responses((status = 202, body = Accepted), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody),
+        (status = 503, body = ErrorBody)))]
+pub async fn retry_later(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path(contact_id): Path<String>,
+    Query(wait): Query<WaitParam>,
+    Body(body): Body<RetryBody>,
+) -> Answer {
+    let wait = wait.duration(state.config().max_wait)?;
+    retry(&state, &principal, &contact_id, body, true, wait).await
+}
+
+async fn simple_contact_action(
+    state: &AppState,
+    principal: &Principal,
+    contact_id: &str,
+    kind: ContactCommandKind,
+    reason: Option<String>,
+    wait: Option<Duration>,
+) -> Answer {
+    principal.require(Role::Operator)?;
+    contact_exists(state, &principal.tenant_id, contact_id).await?;
+    let mut command = contact_command(principal, kind, contact_id);
+    command.reason = reason;
+    send(
+        state,
+        principal,
+        topics::CONTACT_COMMANDS,
+        contact_id,
+        command.into(),
+        kind.to_string(),
+        Some(contact_id.to_string()),
+        wait,
+    )
+    .await
+}
+
+/// Cancel every future job of the contact.
+#[utoipa::path(post, path = "/v1/contacts/{contact_id}/cancel-future-jobs", tag = "actions",
+    params(("contact_id" = String, Path), WaitParam, crate::app::TenantHeader), request_body(content = CancelBody),
+    security(("bearer" = [])),
+    responses((status = 202, body = Accepted), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody),
+        (status = 503, body = ErrorBody)))]
+pub async fn cancel_future_jobs(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path(contact_id): Path<String>,
+    Query(wait): Query<WaitParam>,
+    Body(body): Body<CancelBody>,
+) -> Answer {
+    let wait = wait.duration(state.config().max_wait)?;
+    let reason = reason_of(body.reason)?
+        .ok_or_else(|| ApiError::Unprocessable("reason is required to cancel jobs".into()))?;
+    simple_contact_action(
+        &state,
+        &principal,
+        &contact_id,
+        ContactCommandKind::CancelFutureJobs,
+        Some(reason),
+        wait,
+    )
+    .await
+}
+
+/// Finish the contact's workflow now.
+#[utoipa::path(post, path = "/v1/contacts/{contact_id}/force-finish", tag = "actions",
+    params(("contact_id" = String, Path), WaitParam, crate::app::TenantHeader), request_body(content = ReasonBody),
+    security(("bearer" = [])),
+    responses((status = 202, body = Accepted), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody),
+        (status = 503, body = ErrorBody)))]
+pub async fn force_finish(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path(contact_id): Path<String>,
+    Query(wait): Query<WaitParam>,
+    Body(body): Body<ReasonBody>,
+) -> Answer {
+    let wait = wait.duration(state.config().max_wait)?;
+    let reason = reason_of(body.reason)?;
+    simple_contact_action(
+        &state,
+        &principal,
+        &contact_id,
+        ContactCommandKind::ForceFinish,
+        reason,
+        wait,
+    )
+    .await
+}

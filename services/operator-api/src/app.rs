@@ -1,0 +1,239 @@
+//! The router, its state and the OpenAPI document (served at `/openapi.json`, generated
+//! from the handlers' annotations, so it covers every route by construction; a test checks
+//! that every routed path is in it).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use chrono::Utc;
+use serde::Deserialize;
+use sqlx::PgPool;
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::{IntoParams, Modify, OpenApi};
+use uuid::Uuid;
+
+use crate::auth::Principal;
+use crate::config::OperatorApiConfig;
+use crate::error::{ApiError, ErrorBody};
+use crate::model::CommandStatus;
+use crate::publish::Publisher;
+use crate::{actions, cases, control, model, reads};
+
+/// The optional tenant header every route accepts.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Header)]
+pub struct TenantHeader {
+    /// The tenant the caller means; another than the token's is refused with 403.
+    #[serde(rename = "X-Tenant-Id")]
+    #[param(rename = "X-Tenant-Id")]
+    pub tenant: Option<String>,
+}
+
+/// Commands sent by this process and not yet seen in the view: answered `pending`.
+struct Issued {
+    tenant_id: String,
+    kind: String,
+    contact_id: Option<String>,
+    actor_id: String,
+    at: Instant,
+    requested_at: chrono::DateTime<Utc>,
+}
+
+/// How long a sent command is remembered; the projection shows it long before.
+const ISSUED_TTL: Duration = Duration::from_secs(600);
+
+struct Inner {
+    pool: PgPool,
+    publisher: Publisher,
+    config: OperatorApiConfig,
+    issued: Mutex<HashMap<Uuid, Issued>>,
+}
+
+/// What every handler shares.
+#[derive(Clone)]
+pub struct AppState(Arc<Inner>);
+
+impl AppState {
+    pub fn new(pool: PgPool, publisher: Publisher, config: OperatorApiConfig) -> Self {
+        Self(Arc::new(Inner {
+            pool,
+            publisher,
+            config,
+            issued: Mutex::new(HashMap::new()),
+        }))
+    }
+
+    pub fn pool(&self) -> &PgPool {
+        &self.0.pool
+    }
+
+    pub fn publisher(&self) -> &Publisher {
+        &self.0.publisher
+    }
+
+    pub fn config(&self) -> &OperatorApiConfig {
+        &self.0.config
+    }
+
+    pub(crate) fn remember(
+        &self,
+        p: &Principal,
+        id: Uuid,
+        kind: String,
+        contact_id: Option<String>,
+    ) {
+        let Ok(mut issued) = self.0.issued.lock() else {
+            return;
+        };
+        issued.retain(|_, i| i.at.elapsed() < ISSUED_TTL);
+        issued.insert(
+            id,
+            Issued {
+                tenant_id: p.tenant_id.clone(),
+                kind,
+                contact_id,
+                actor_id: p.subject.clone(),
+                at: Instant::now(),
+                requested_at: Utc::now(),
+            },
+        );
+    }
+
+    pub(crate) fn issued(&self, tenant: &str, id: Uuid) -> Option<CommandStatus> {
+        let issued = self.0.issued.lock().ok()?;
+        let i = issued.get(&id).filter(|i| i.tenant_id == tenant)?;
+        Some(CommandStatus {
+            command_id: id,
+            kind: Some(i.kind.clone()),
+            contact_id: i.contact_id.clone(),
+            actor_id: Some(i.actor_id.clone()),
+            requested_at: Some(i.requested_at),
+            status: "pending".into(),
+            status_at: None,
+            reason: None,
+        })
+    }
+}
+
+struct BearerAuth;
+
+impl Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+        );
+    }
+}
+
+/// The OpenAPI 3.1 document.
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "callstream operator API", description = "Reads the views; actions become commands on Kafka (202 with a command id)."),
+    paths(
+        reads::list_jobs, reads::get_job, reads::list_exceptions, reads::slots,
+        reads::missing_launches, reads::delivery, reads::timeline, reads::control,
+        actions::get_command, actions::retry_now, actions::retry_later,
+        actions::cancel_future_jobs, actions::force_finish,
+        cases::recover, cases::advance, cases::ignore_exception,
+        control::system_pause, control::campaign_pause, control::shadow_mode, control::crm_writes,
+        healthz, readyz,
+    ),
+    components(schemas(
+        ErrorBody, model::Job, model::JobDetail, model::Exception, model::Slots,
+        model::SlotOccupancy, model::MissingLaunch, model::DeliveryBucket, model::TimelineEntry,
+        model::ControlSetting, model::CommandStatus, model::Accepted,
+        actions::RetryBody, actions::ReasonBody, actions::CancelBody, cases::AdvanceBody,
+        cases::AdvanceAs, control::SwitchBody,
+    )),
+    modifiers(&BearerAuth),
+)]
+pub struct ApiDoc;
+
+/// Liveness: the process answers.
+#[utoipa::path(get, path = "/healthz", tag = "health", responses((status = 200, description = "alive")))]
+pub async fn healthz() -> &'static str {
+    "ok"
+}
+
+/// Readiness: Postgres and Kafka answer.
+#[utoipa::path(get, path = "/readyz", tag = "health",
+    responses((status = 200, description = "ready"), (status = 503, body = ErrorBody)))]
+pub async fn readyz(State(state): State<AppState>) -> Result<&'static str, ApiError> {
+    sqlx::query("SELECT 1").execute(state.pool()).await?;
+    if !state.publisher().ready().await {
+        return Err(ApiError::Unavailable("kafka does not answer"));
+    }
+    Ok("ready")
+}
+
+async fn openapi() -> impl IntoResponse {
+    Json(ApiDoc::openapi())
+}
+
+async fn no_route() -> ApiError {
+    ApiError::NotFound { what: "route" }
+}
+
+async fn wrong_method() -> impl IntoResponse {
+    let mut response =
+        ApiError::BadRequest("method not allowed on this route".into()).into_response();
+    *response.status_mut() = StatusCode::METHOD_NOT_ALLOWED;
+    response
+}
+
+/// The router; tests call it without a socket.
+pub fn app(state: AppState) -> Router {
+    Router::new()
+        .route("/v1/jobs", get(reads::list_jobs))
+        .route("/v1/jobs/{job_id}", get(reads::get_job))
+        .route("/v1/exceptions", get(reads::list_exceptions))
+        .route(
+            "/v1/exceptions/{exception_id}/ignore",
+            post(cases::ignore_exception),
+        )
+        .route("/v1/slots", get(reads::slots))
+        .route("/v1/launches/missing", get(reads::missing_launches))
+        .route("/v1/launches/{launch_id}/recover", post(cases::recover))
+        .route("/v1/launches/{launch_id}/advance", post(cases::advance))
+        .route("/v1/delivery", get(reads::delivery))
+        .route("/v1/contacts/{contact_id}/timeline", get(reads::timeline))
+        .route(
+            "/v1/contacts/{contact_id}/retry-now",
+            post(actions::retry_now),
+        )
+        .route(
+            "/v1/contacts/{contact_id}/retry-later",
+            post(actions::retry_later),
+        )
+        .route(
+            "/v1/contacts/{contact_id}/cancel-future-jobs",
+            post(actions::cancel_future_jobs),
+        )
+        .route(
+            "/v1/contacts/{contact_id}/force-finish",
+            post(actions::force_finish),
+        )
+        .route("/v1/control", get(reads::control))
+        .route("/v1/control/system-pause", post(control::system_pause))
+        .route(
+            "/v1/control/campaigns/{campaign_id}/pause",
+            post(control::campaign_pause),
+        )
+        .route("/v1/control/shadow-mode", post(control::shadow_mode))
+        .route("/v1/control/crm-writes", post(control::crm_writes))
+        .route("/v1/commands/{command_id}", get(actions::get_command))
+        .route("/openapi.json", get(openapi))
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .fallback(no_route)
+        .method_not_allowed_fallback(wrong_method)
+        .with_state(state)
+}

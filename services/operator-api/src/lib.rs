@@ -1,0 +1,32 @@
+//! The operator API: reads the Postgres views the projections build, and turns operator
+//! actions into commands on Kafka, never into row edits.
+//!
+//! Guarantees:
+//! - Every request needs a bearer token (stored as its SHA-256, with a role and a tenant);
+//!   every read and action is scoped to the token's tenant.
+//! - An action answers `202` with a command id only once Kafka has acknowledged the
+//!   command; `GET /v1/commands/{id}` reports `pending`, `applied` or `rejected`.
+//! - Every error is JSON `{code, message}` from one [`ApiError`].
+//! - `/openapi.json` is an OpenAPI 3.1 document of every route.
+
+pub mod actions;
+pub mod app;
+pub mod auth;
+pub mod cases;
+pub mod config;
+pub mod control;
+pub mod cursor;
+pub mod error;
+pub mod extract;
+pub mod model;
+pub mod publish;
+pub mod reads;
+pub mod server;
+
+pub use app::{app, ApiDoc, AppState};
+pub use auth::{
+    create_token, hash_token, revoke_token, CreatedToken, Principal, Role, UnknownRole,
+};
+pub use config::{ConfigError, OperatorApiConfig};
+pub use error::ApiError;
+pub use server::{run, serve, state, StartError};

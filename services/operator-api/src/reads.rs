@@ -1,0 +1,446 @@
+//! The read routes: every query is scoped to the token's tenant (its first condition, and
+//! first in every index), so a token of one tenant cannot see another's rows; an id of
+//! another tenant is simply not found.
+
+use axum::extract::State;
+use axum::Json;
+use chrono::{DateTime, Utc};
+use serde::Deserialize;
+use sqlx::{Postgres, QueryBuilder};
+use utoipa::IntoParams;
+use uuid::Uuid;
+
+use crate::app::AppState;
+use crate::auth::{Principal, Role};
+use crate::cursor::{limit, Cursor};
+use crate::error::{ApiError, ErrorBody};
+use crate::extract::{Path, Query};
+use crate::model::*;
+
+/// Filters of `GET /v1/jobs`.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct JobsQuery {
+    /// Only jobs in this state.
+    pub state: Option<String>,
+    /// Only this contact's jobs.
+    pub contact_id: Option<String>,
+    /// Only this campaign's jobs.
+    pub campaign_id: Option<String>,
+    /// Only jobs planned at or after this time (RFC 3339).
+    pub from: Option<DateTime<Utc>>,
+    /// Only jobs planned before this time (RFC 3339).
+    pub to: Option<DateTime<Utc>>,
+    /// Page size, 1..=500 (default 50).
+    pub limit: Option<i64>,
+    /// `next_cursor` of the previous page.
+    pub cursor: Option<String>,
+}
+
+const STATES: &[&str] = &[
+    "requested",
+    "scheduled",
+    "due",
+    "dispatching",
+    "launched",
+    "ambiguous",
+    "completed",
+    "failed",
+    "shadow",
+    "refused",
+    "cancelled",
+    "replaced",
+];
+
+fn check_range(from: Option<DateTime<Utc>>, to: Option<DateTime<Utc>>) -> Result<(), ApiError> {
+    match (from, to) {
+        (Some(f), Some(t)) if f >= t => {
+            Err(ApiError::Unprocessable("from must be before to".into()))
+        }
+        _ => Ok(()),
+    }
+}
+
+fn page<T>(mut items: Vec<T>, limit: i64, key: impl Fn(&T) -> Cursor) -> Page<T> {
+    let more = items.len() as i64 > limit;
+    items.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
+    let next_cursor = if more {
+        items.last().map(|i| key(i).encode())
+    } else {
+        None
+    };
+    Page { items, next_cursor }
+}
+
+/// Jobs, filtered, in order of planned time.
+#[utoipa::path(get, path = "/v1/jobs", tag = "reads", params(JobsQuery, crate::app::TenantHeader),
+    security(("bearer" = [])),
+    responses((status = 200, body = Page<Job>), (status = 400, body = ErrorBody),
+        (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 422, body = ErrorBody)))]
+pub async fn list_jobs(
+    State(state): State<AppState>,
+    principal: Principal,
+    Query(q): Query<JobsQuery>,
+) -> Result<Json<Page<Job>>, ApiError> {
+    principal.require(Role::Viewer)?;
+    let limit = limit(q.limit)?;
+    check_range(q.from, q.to)?;
+    if let Some(s) = &q.state {
+        if !STATES.contains(&s.as_str()) {
+            return Err(ApiError::Unprocessable(format!(
+                "state={s:?} is not a job state"
+            )));
+        }
+    }
+    let cursor = q.cursor.as_deref().map(Cursor::decode).transpose()?;
+    let mut sql: QueryBuilder<Postgres> =
+        QueryBuilder::new(format!("SELECT {JOB_COLUMNS} FROM jobs WHERE tenant_id = "));
+    sql.push_bind(&principal.tenant_id);
+    if let Some(s) = &q.state {
+        sql.push(" AND state = ").push_bind(s);
+    }
+    if let Some(c) = &q.contact_id {
+        sql.push(" AND contact_id = ").push_bind(c);
+    }
+    if let Some(c) = &q.campaign_id {
+        sql.push(" AND campaign_id = ").push_bind(c);
+    }
+    if let Some(f) = q.from {
+        sql.push(" AND planned_at >= ").push_bind(f);
+    }
+    if let Some(t) = q.to {
+        sql.push(" AND planned_at < ").push_bind(t);
+    }
+    if let Some(c) = cursor {
+        sql.push(" AND (planned_at, job_id) > (")
+            .push_bind(c.at)
+            .push(", ")
+            .push_bind(c.id)
+            .push(")");
+    }
+    sql.push(" ORDER BY planned_at, job_id LIMIT ")
+        .push_bind(limit + 1);
+    let jobs: Vec<Job> = sql.build_query_as().fetch_all(state.pool()).await?;
+    Ok(Json(page(jobs, limit, |j| Cursor {
+        at: j.planned_at,
+        id: j.job_id,
+    })))
+}
+
+/// One job with its lineage.
+#[utoipa::path(get, path = "/v1/jobs/{job_id}", tag = "reads",
+    params(("job_id" = Uuid, Path, description = "The job"), crate::app::TenantHeader),
+    security(("bearer" = [])),
+    responses((status = 200, body = JobDetail), (status = 400, body = ErrorBody),
+        (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
+pub async fn get_job(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path(job_id): Path<Uuid>,
+) -> Result<Json<JobDetail>, ApiError> {
+    principal.require(Role::Viewer)?;
+    let job = find_job(&state, &principal.tenant_id, job_id)
+        .await?
+        .ok_or(ApiError::NotFound { what: "job" })?;
+    // Walk the chain both ways, bounded (a chain is a handful of moves).
+    let sql = format!(
+        "WITH RECURSIVE back(job_id, depth) AS (
+             SELECT replaces_job_id, 1 FROM jobs WHERE tenant_id = $1 AND job_id = $2
+             UNION ALL
+             SELECT j.replaces_job_id, b.depth + 1 FROM jobs j JOIN back b ON j.job_id = b.job_id
+             WHERE j.tenant_id = $1 AND b.depth < 50
+         ), fwd(job_id, depth) AS (
+             SELECT replaced_by_job_id, 1 FROM jobs WHERE tenant_id = $1 AND job_id = $2
+             UNION ALL
+             SELECT j.replaced_by_job_id, f.depth + 1 FROM jobs j JOIN fwd f ON j.job_id = f.job_id
+             WHERE j.tenant_id = $1 AND f.depth < 50
+         )
+         SELECT {JOB_COLUMNS} FROM jobs WHERE tenant_id = $1 AND (job_id = $2
+             OR job_id IN (SELECT job_id FROM back) OR job_id IN (SELECT job_id FROM fwd))
+         ORDER BY created_at, job_id"
+    );
+    let lineage: Vec<Job> = sqlx::query_as(&sql)
+        .bind(&principal.tenant_id)
+        .bind(job_id)
+        .fetch_all(state.pool())
+        .await?;
+    Ok(Json(JobDetail { job, lineage }))
+}
+
+pub(crate) async fn find_job(
+    state: &AppState,
+    tenant: &str,
+    job_id: Uuid,
+) -> Result<Option<Job>, ApiError> {
+    let sql = format!("SELECT {JOB_COLUMNS} FROM jobs WHERE tenant_id = $1 AND job_id = $2");
+    Ok(sqlx::query_as(&sql)
+        .bind(tenant)
+        .bind(job_id)
+        .fetch_optional(state.pool())
+        .await?)
+}
+
+/// Filters of `GET /v1/exceptions`.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ExceptionsQuery {
+    /// open (default), resolved, ignored or all.
+    pub status: Option<String>,
+    /// Page size, 1..=500 (default 50).
+    pub limit: Option<i64>,
+    /// `next_cursor` of the previous page.
+    pub cursor: Option<String>,
+}
+
+/// Exception cases, open ones by default, oldest first.
+#[utoipa::path(get, path = "/v1/exceptions", tag = "reads", params(ExceptionsQuery, crate::app::TenantHeader),
+    security(("bearer" = [])),
+    responses((status = 200, body = Page<Exception>), (status = 400, body = ErrorBody),
+        (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 422, body = ErrorBody)))]
+pub async fn list_exceptions(
+    State(state): State<AppState>,
+    principal: Principal,
+    Query(q): Query<ExceptionsQuery>,
+) -> Result<Json<Page<Exception>>, ApiError> {
+    principal.require(Role::Viewer)?;
+    let limit = limit(q.limit)?;
+    let status = q.status.as_deref().unwrap_or("open");
+    if !["open", "resolved", "ignored", "all"].contains(&status) {
+        return Err(ApiError::Unprocessable(format!(
+            "status={status:?} is not open, resolved, ignored or all"
+        )));
+    }
+    let cursor = q.cursor.as_deref().map(Cursor::decode).transpose()?;
+    let mut sql: QueryBuilder<Postgres> = QueryBuilder::new(format!(
+        "SELECT {EXCEPTION_COLUMNS} FROM exceptions WHERE tenant_id = "
+    ));
+    sql.push_bind(&principal.tenant_id);
+    if status != "all" {
+        sql.push(" AND status = ").push_bind(status);
+    }
+    if let Some(c) = cursor {
+        sql.push(" AND (first_seen_at, exception_id) > (")
+            .push_bind(c.at)
+            .push(", ")
+            .push_bind(c.id)
+            .push(")");
+    }
+    sql.push(" ORDER BY first_seen_at, exception_id LIMIT ")
+        .push_bind(limit + 1);
+    let rows: Vec<Exception> = sql.build_query_as().fetch_all(state.pool()).await?;
+    Ok(Json(page(rows, limit, |e| Cursor {
+        at: e.first_seen_at,
+        id: e.exception_id,
+    })))
+}
+
+/// A time range, required.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct RangeQuery {
+    /// Start (RFC 3339, inclusive).
+    pub from: Option<DateTime<Utc>>,
+    /// End (RFC 3339, exclusive); at most 7 days after `from`.
+    pub to: Option<DateTime<Utc>>,
+}
+
+impl RangeQuery {
+    fn required(&self) -> Result<(DateTime<Utc>, DateTime<Utc>), ApiError> {
+        let (Some(from), Some(to)) = (self.from, self.to) else {
+            return Err(ApiError::BadRequest("from and to are required".into()));
+        };
+        check_range(Some(from), Some(to))?;
+        if to - from > chrono::Duration::days(7) {
+            return Err(ApiError::Unprocessable(
+                "the range may span at most 7 days".into(),
+            ));
+        }
+        Ok((from, to))
+    }
+}
+
+/// Occupancy of the slot grid over a range.
+#[utoipa::path(get, path = "/v1/slots", tag = "reads", params(RangeQuery, crate::app::TenantHeader),
+    security(("bearer" = [])),
+    responses((status = 200, body = Slots), (status = 400, body = ErrorBody),
+        (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 422, body = ErrorBody)))]
+pub async fn slots(
+    State(state): State<AppState>,
+    principal: Principal,
+    Query(q): Query<RangeQuery>,
+) -> Result<Json<Slots>, ApiError> {
+    principal.require(Role::Viewer)?;
+    let (from, to) = q.required()?;
+    let slots: Vec<SlotOccupancy> = sqlx::query_as(
+        "SELECT slot, min(slot_at) AS slot_at,
+                count(*) FILTER (WHERE allocated AND NOT cancelled) AS booked,
+                count(*) FILTER (WHERE cancelled) AS cancelled
+         FROM slots WHERE tenant_id = $1 AND slot_at >= $2 AND slot_at < $3
+         GROUP BY slot ORDER BY slot",
+    )
+    .bind(&principal.tenant_id)
+    .bind(from)
+    .bind(to)
+    .fetch_all(state.pool())
+    .await?;
+    let capacity: Option<i64> = sqlx::query_scalar(
+        "SELECT (value -> 'grid' ->> 'launches_per_slot')::bigint FROM control_settings
+         WHERE tenant_id = $1 AND setting = 'grid_settings' AND campaign_id = ''",
+    )
+    .bind(&principal.tenant_id)
+    .fetch_optional(state.pool())
+    .await?
+    .flatten();
+    Ok(Json(Slots {
+        from,
+        to,
+        capacity: capacity.unwrap_or(1),
+        slots,
+    }))
+}
+
+/// Paging only.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct PageQuery {
+    /// Page size, 1..=500 (default 50).
+    pub limit: Option<i64>,
+    /// `next_cursor` of the previous page.
+    pub cursor: Option<String>,
+}
+
+/// Launches whose completion is missing and not yet resolved, oldest first.
+#[utoipa::path(get, path = "/v1/launches/missing", tag = "reads", params(PageQuery, crate::app::TenantHeader),
+    security(("bearer" = [])),
+    responses((status = 200, body = Page<MissingLaunch>), (status = 400, body = ErrorBody),
+        (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 422, body = ErrorBody)))]
+pub async fn missing_launches(
+    State(state): State<AppState>,
+    principal: Principal,
+    Query(q): Query<PageQuery>,
+) -> Result<Json<Page<MissingLaunch>>, ApiError> {
+    principal.require(Role::Viewer)?;
+    let limit = limit(q.limit)?;
+    let cursor = q.cursor.as_deref().map(Cursor::decode).transpose()?;
+    let mut sql: QueryBuilder<Postgres> = QueryBuilder::new(format!(
+        "SELECT {MISSING_COLUMNS} FROM launches WHERE missing_at IS NOT NULL AND resolution IS NULL AND tenant_id = "
+    ));
+    sql.push_bind(&principal.tenant_id);
+    if let Some(c) = cursor {
+        sql.push(" AND (missing_at, launch_id) > (")
+            .push_bind(c.at)
+            .push(", ")
+            .push_bind(c.id)
+            .push(")");
+    }
+    sql.push(" ORDER BY missing_at, launch_id LIMIT ")
+        .push_bind(limit + 1);
+    let rows: Vec<MissingLaunch> = sql.build_query_as().fetch_all(state.pool()).await?;
+    Ok(Json(page(rows, limit, |m| Cursor {
+        at: m.missing_at,
+        id: m.launch_id,
+    })))
+}
+
+/// Delivery per 10-minute bucket of accepted launches, over a range.
+#[utoipa::path(get, path = "/v1/delivery", tag = "reads", params(RangeQuery, crate::app::TenantHeader),
+    security(("bearer" = [])),
+    responses((status = 200, body = Vec<DeliveryBucket>), (status = 400, body = ErrorBody),
+        (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 422, body = ErrorBody)))]
+pub async fn delivery(
+    State(state): State<AppState>,
+    principal: Principal,
+    Query(q): Query<RangeQuery>,
+) -> Result<Json<Vec<DeliveryBucket>>, ApiError> {
+    principal.require(Role::Viewer)?;
+    let (from, to) = q.required()?;
+    let rows: Vec<(DateTime<Utc>, i64, i64, i64, i64)> = sqlx::query_as(
+        "SELECT bucket_start, accepted, delivered, recovered, missing FROM delivery_buckets
+         WHERE tenant_id = $1 AND bucket_start >= $2 AND bucket_start < $3 ORDER BY bucket_start",
+    )
+    .bind(&principal.tenant_id)
+    .bind(from)
+    .bind(to)
+    .fetch_all(state.pool())
+    .await?;
+    Ok(Json(
+        rows.into_iter()
+            .map(
+                |(bucket_start, accepted, delivered, recovered, missing)| DeliveryBucket {
+                    bucket_start,
+                    accepted,
+                    delivered,
+                    recovered,
+                    missing,
+                    delivery_rate: if accepted == 0 {
+                        0.0
+                    } else {
+                        delivered as f64 / accepted as f64
+                    },
+                },
+            )
+            .collect(),
+    ))
+}
+
+/// Every event of a contact, oldest first, with what happened and why.
+#[utoipa::path(get, path = "/v1/contacts/{contact_id}/timeline", tag = "reads",
+    params(("contact_id" = String, Path, description = "The contact"), PageQuery, crate::app::TenantHeader),
+    security(("bearer" = [])),
+    responses((status = 200, body = Page<TimelineEntry>), (status = 400, body = ErrorBody),
+        (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 422, body = ErrorBody)))]
+pub async fn timeline(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path(contact_id): Path<String>,
+    Query(q): Query<PageQuery>,
+) -> Result<Json<Page<TimelineEntry>>, ApiError> {
+    principal.require(Role::Viewer)?;
+    let limit = limit(q.limit)?;
+    let cursor = q.cursor.as_deref().map(Cursor::decode).transpose()?;
+    let mut sql: QueryBuilder<Postgres> = QueryBuilder::new(
+        "SELECT event_id, occurred_at, event_type, what, reason, causation_id, correlation_id, event
+         FROM contact_timeline WHERE tenant_id = ",
+    );
+    sql.push_bind(&principal.tenant_id)
+        .push(" AND contact_id = ")
+        .push_bind(&contact_id);
+    if let Some(c) = cursor {
+        sql.push(" AND (occurred_at, event_id) > (")
+            .push_bind(c.at)
+            .push(", ")
+            .push_bind(c.id)
+            .push(")");
+    }
+    sql.push(" ORDER BY occurred_at, event_id LIMIT ")
+        .push_bind(limit + 1);
+    let rows: Vec<TimelineEntry> = sql.build_query_as().fetch_all(state.pool()).await?;
+    if rows.is_empty() && cursor.is_none() {
+        return Err(ApiError::NotFound { what: "contact" });
+    }
+    Ok(Json(page(rows, limit, |e| Cursor {
+        at: e.occurred_at,
+        id: e.event_id,
+    })))
+}
+
+/// The current runtime settings.
+#[utoipa::path(get, path = "/v1/control", tag = "reads", params(crate::app::TenantHeader),
+    security(("bearer" = [])),
+    responses((status = 200, body = Vec<ControlSetting>), (status = 401, body = ErrorBody),
+        (status = 403, body = ErrorBody)))]
+pub async fn control(
+    State(state): State<AppState>,
+    principal: Principal,
+) -> Result<Json<Vec<ControlSetting>>, ApiError> {
+    principal.require(Role::Viewer)?;
+    let rows: Vec<ControlSetting> = sqlx::query_as(
+        "SELECT setting, campaign_id, enabled, value, changed_at, actor_kind, actor_id, reason
+         FROM control_settings WHERE tenant_id = $1 ORDER BY setting, campaign_id",
+    )
+    .bind(&principal.tenant_id)
+    .fetch_all(state.pool())
+    .await?;
+    Ok(Json(rows))
+}
