@@ -40,14 +40,20 @@ const WATERMARK_TIMEOUT: Duration = Duration::from_secs(10);
 /// The low and high watermarks of a partition. A changelog created moments
 /// ago (at start-up) may have no leader yet: those answers are retried
 /// until the watermark timeout, not reported as a failed restore.
-fn watermarks(consumer: &RestoreConsumer, topic: &str, partition: i32) -> Result<(i64, i64), KafkaError> {
-    use rdkafka::error::RDKafkaErrorCode::{LeaderNotAvailable, NotLeaderForPartition, UnknownTopicOrPartition};
+fn watermarks(
+    consumer: &RestoreConsumer,
+    topic: &str,
+    partition: i32,
+) -> Result<(i64, i64), KafkaError> {
+    use rdkafka::error::RDKafkaErrorCode::{
+        LeaderNotAvailable, NotLeaderForPartition, UnknownTopicOrPartition,
+    };
     let deadline = Instant::now() + WATERMARK_TIMEOUT;
     loop {
         match consumer.fetch_watermarks(topic, partition, WATERMARK_TIMEOUT) {
-            Err(KafkaError::MetadataFetch(LeaderNotAvailable | NotLeaderForPartition | UnknownTopicOrPartition))
-                if Instant::now() < deadline =>
-            {
+            Err(KafkaError::MetadataFetch(
+                LeaderNotAvailable | NotLeaderForPartition | UnknownTopicOrPartition,
+            )) if Instant::now() < deadline => {
                 std::thread::sleep(Duration::from_millis(50));
             }
             other => return other,
