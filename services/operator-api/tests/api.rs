@@ -1,0 +1,580 @@
+//! The operator API against the real broker and a fresh Postgres database, with the live
+//! projections running: each error class, roles, tenant isolation, reads of the views, and
+//! actions that put the right command on Kafka and show in the commands view.
+
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use callstream_operator_api::{app, create_token, state, OperatorApiConfig, Role};
+use callstream_platform::{admin, topics as t, KafkaSettings, Topics};
+use callstream_schemas::{decode_any, AnyEvent, ContactCommandKind};
+use chrono::Utc;
+use http_body_util::BodyExt;
+use rdkafka::consumer::Consumer;
+use rdkafka::Message;
+use serde_json::{json, Value};
+use sqlx::postgres::PgPoolOptions;
+use tower::ServiceExt;
+use uuid::Uuid;
+
+struct Env {
+    router: axum::Router,
+    topics: Topics,
+    pool: sqlx::PgPool,
+    db: String,
+    _stop: tokio::sync::oneshot::Sender<()>,
+}
+
+fn server_url(db: &str) -> String {
+    let url = callstream_e2e::database_url();
+    format!("{}/{db}", &url[..url.rfind('/').unwrap_or(url.len())])
+}
+
+async fn setup() -> Result<Env> {
+    let db = callstream_e2e::unique_name("callstream_test_api").replace('-', "_");
+    let m = PgPoolOptions::new()
+        .max_connections(1)
+        .connect(&server_url("postgres"))
+        .await?;
+    sqlx::query(&format!("CREATE DATABASE {db}"))
+        .execute(&m)
+        .await?;
+    let url = server_url(&db);
+    let pool = PgPoolOptions::new()
+        .max_connections(4)
+        .connect(&url)
+        .await?;
+    callstream_projections::migrate(&pool).await?;
+    let mut topics = Topics::with_prefix(format!("{}-", callstream_e2e::unique_name("api")));
+    topics.partitions = 2;
+    let kafka = KafkaSettings::new(callstream_e2e::bootstrap_servers(), "api-test");
+    admin::ensure_topics(&kafka, &topics.specs()).await?;
+    let mut pconfig =
+        callstream_projections::ProjectionsConfig::new(url.clone(), kafka.clone(), topics.clone());
+    pconfig.batch_max_wait = Duration::from_millis(10);
+    pconfig.metadata_interval = Duration::from_millis(300);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(callstream_projections::run(pconfig, async {
+        let _ = stopped.await;
+    }));
+    let config = OperatorApiConfig::new(url, kafka, topics.clone());
+    let router = app(state(&config)?);
+    Ok(Env {
+        router,
+        topics,
+        pool,
+        db,
+        _stop: stop,
+    })
+}
+
+impl Drop for Env {
+    fn drop(&mut self) {
+        let db = self.db.clone();
+        let pool = self.pool.clone();
+        let _ = std::thread::spawn(move || {
+            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
+                return;
+            };
+            rt.block_on(async move {
+                pool.close().await;
+                if let Ok(m) = PgPoolOptions::new()
+                    .max_connections(1)
+                    .connect(&server_url("postgres"))
+                    .await
+                {
+                    let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)"))
+                        .execute(&m)
+                        .await;
+                }
+            });
+        })
+        .join();
+    }
+}
+
+async fn call(
+    env: &Env,
+    method: &str,
+    uri: &str,
+    token: Option<&str>,
+    body: Option<Value>,
+    headers: &[(&str, &str)],
+) -> Result<(StatusCode, Value)> {
+    let mut req = Request::builder().method(method).uri(uri);
+    if let Some(token) = token {
+        req = req.header("authorization", format!("Bearer {token}"));
+    }
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let body = match body {
+        Some(Value::String(raw)) => Body::from(raw),
+        Some(v) => Body::from(v.to_string()),
+        None => Body::empty(),
+    };
+    let resp = env.router.clone().oneshot(req.body(body)?).await?;
+    let status = resp.status();
+    let bytes = resp.into_body().collect().await?.to_bytes();
+    let value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    Ok((status, value))
+}
+
+/// Produces events and waits until the jobs and timeline views show `jobs` jobs.
+async fn seed(env: &Env, events: &[AnyEvent], tenant: &str, jobs: i64) -> Result<()> {
+    let producer = callstream_e2e::producer()?;
+    for e in events {
+        let (topic, key) = match e {
+            AnyEvent::ScheduleRequest(_) => (t::SCHEDULE_REQUESTS, tenant.to_string()),
+            AnyEvent::ExceptionEvent(x) => (t::EXCEPTIONS, x.contact_id.clone()),
+            AnyEvent::AuditEvent(_) => (t::AUDIT, tenant.to_string()),
+            _ => anyhow::bail!("not seeded here"),
+        };
+        callstream_e2e::produce(&producer, &env.topics.name(topic), &key, &e.encode()?).await?;
+    }
+    for _ in 0..200 {
+        let n: i64 = sqlx::query_scalar("SELECT count(*) FROM jobs WHERE tenant_id = $1")
+            .bind(tenant)
+            .fetch_one(&env.pool)
+            .await?;
+        if n >= jobs {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    anyhow::bail!("jobs not projected")
+}
+
+fn plan(tenant: &str, contact: &str, job: Uuid) -> AnyEvent {
+    callstream_schemas::ScheduleRequest {
+        event_id: Uuid::new_v4(),
+        tenant_id: tenant.into(),
+        occurred_at: Utc::now(),
+        causation_id: None,
+        correlation_id: None,
+        kind: callstream_schemas::ScheduleRequestKind::Plan,
+        job_id: job,
+        contact_id: contact.into(),
+        campaign_id: "camp".into(),
+        origin: callstream_schemas::JobOrigin::CampaignEntry,
+        earliest_at: Some(Utc::now()),
+        requested_at: None,
+        replaces_job_id: None,
+        reason: "campaign_entry".into(),
+        reason_detail: None,
+        time_zone: Some("America/Chicago".into()),
+        time_zone_source: None,
+        windows: vec![],
+        attempt: Some(1),
+    }
+    .into()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn errors_roles_and_tenant_isolation() -> Result<()> {
+    let env = setup().await?;
+    let job_a = Uuid::new_v4();
+    seed(
+        &env,
+        &[plan("ta", "c1", job_a), plan("tb", "c9", Uuid::new_v4())],
+        "ta",
+        1,
+    )
+    .await?;
+    seed(&env, &[], "tb", 1).await?;
+    let viewer = create_token(&env.pool, "ta", Role::Viewer, "viewer@a")
+        .await?
+        .token;
+    let operator = create_token(&env.pool, "ta", Role::Operator, "op@a")
+        .await?
+        .token;
+    let other = create_token(&env.pool, "tb", Role::Admin, "admin@b")
+        .await?
+        .token;
+    let job_uri = format!("/v1/jobs/{job_a}");
+    let cases: Vec<(
+        &str,
+        String,
+        Option<&str>,
+        Option<Value>,
+        Vec<(&str, &str)>,
+        u16,
+        &str,
+    )> = vec![
+        (
+            "GET",
+            "/v1/jobs".into(),
+            None,
+            None,
+            vec![],
+            401,
+            "unauthenticated",
+        ),
+        (
+            "GET",
+            "/v1/jobs".into(),
+            Some("cs_wrong"),
+            None,
+            vec![],
+            401,
+            "unauthenticated",
+        ),
+        (
+            "POST",
+            "/v1/contacts/c1/retry-now".into(),
+            Some(&viewer),
+            None,
+            vec![],
+            403,
+            "forbidden",
+        ),
+        (
+            "POST",
+            "/v1/control/shadow-mode".into(),
+            Some(&operator),
+            Some(json!({"enabled": true})),
+            vec![],
+            403,
+            "forbidden",
+        ),
+        (
+            "GET",
+            "/v1/jobs".into(),
+            Some(&viewer),
+            None,
+            vec![("x-tenant-id", "tb")],
+            403,
+            "forbidden",
+        ),
+        (
+            "GET",
+            format!("/v1/jobs/{}", Uuid::new_v4()),
+            Some(&viewer),
+            None,
+            vec![],
+            404,
+            "not_found",
+        ),
+        (
+            "GET",
+            job_uri.clone(),
+            Some(&other),
+            None,
+            vec![],
+            404,
+            "not_found",
+        ),
+        (
+            "POST",
+            "/v1/contacts/c1/force-finish".into(),
+            Some(&other),
+            None,
+            vec![],
+            404,
+            "not_found",
+        ),
+        (
+            "GET",
+            "/v1/nope".into(),
+            Some(&viewer),
+            None,
+            vec![],
+            404,
+            "not_found",
+        ),
+        (
+            "GET",
+            "/v1/jobs/not-a-uuid".into(),
+            Some(&viewer),
+            None,
+            vec![],
+            400,
+            "bad_request",
+        ),
+        (
+            "GET",
+            "/v1/jobs?cursor=garbage".into(),
+            Some(&viewer),
+            None,
+            vec![],
+            400,
+            "bad_request",
+        ),
+        (
+            "GET",
+            "/v1/jobs?from=yesterday".into(),
+            Some(&viewer),
+            None,
+            vec![],
+            400,
+            "bad_request",
+        ),
+        (
+            "GET",
+            "/v1/slots".into(),
+            Some(&viewer),
+            None,
+            vec![],
+            400,
+            "bad_request",
+        ),
+        (
+            "GET",
+            "/v1/jobs?limit=0".into(),
+            Some(&viewer),
+            None,
+            vec![],
+            422,
+            "unprocessable",
+        ),
+        (
+            "GET",
+            "/v1/jobs?state=sleeping".into(),
+            Some(&viewer),
+            None,
+            vec![],
+            422,
+            "unprocessable",
+        ),
+        (
+            "POST",
+            "/v1/contacts/c1/retry-now".into(),
+            Some(&operator),
+            Some(Value::String("{not json".into())),
+            vec![],
+            400,
+            "bad_request",
+        ),
+        (
+            "POST",
+            "/v1/contacts/c1/retry-now".into(),
+            Some(&operator),
+            Some(json!({"job_id": 5})),
+            vec![],
+            422,
+            "unprocessable",
+        ),
+        (
+            "POST",
+            "/v1/contacts/c1/retry-later".into(),
+            Some(&operator),
+            Some(json!({})),
+            vec![],
+            422,
+            "unprocessable",
+        ),
+        (
+            "POST",
+            "/v1/contacts/c1/cancel-future-jobs".into(),
+            Some(&operator),
+            None,
+            vec![],
+            422,
+            "unprocessable",
+        ),
+        (
+            "GET",
+            "/v1/commands/00000000-0000-0000-0000-000000000001?wait=forever".into(),
+            Some(&viewer),
+            None,
+            vec![],
+            400,
+            "bad_request",
+        ),
+    ];
+    for (method, uri, token, body, headers, status, code) in cases {
+        let (got, value) = call(&env, method, &uri, token, body, &headers).await?;
+        assert_eq!(got.as_u16(), status, "{method} {uri}: {value}");
+        assert_eq!(value["code"], code, "{method} {uri}: {value}");
+        assert!(value["message"].is_string(), "{method} {uri}: {value}");
+    }
+    // Each tenant sees its own jobs only.
+    let (_, a) = call(&env, "GET", "/v1/jobs", Some(&viewer), None, &[]).await?;
+    let (_, b) = call(&env, "GET", "/v1/jobs", Some(&other), None, &[]).await?;
+    assert_eq!(a["items"].as_array().map(Vec::len), Some(1));
+    assert_eq!(a["items"][0]["job_id"], job_a.to_string());
+    assert_eq!(b["items"].as_array().map(Vec::len), Some(1));
+    assert_ne!(b["items"][0]["job_id"], job_a.to_string());
+    let (status, detail) = call(
+        &env,
+        "GET",
+        &job_uri,
+        Some(&viewer),
+        None,
+        &[("x-tenant-id", "ta")],
+    )
+    .await?;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(detail["lineage"].as_array().map(Vec::len), Some(1));
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn actions_put_commands_on_kafka_and_show_in_the_commands_view() -> Result<()> {
+    let env = setup().await?;
+    let job = Uuid::new_v4();
+    seed(&env, &[plan("ta", "c1", job)], "ta", 1).await?;
+    let operator = create_token(&env.pool, "ta", Role::Operator, "op@a")
+        .await?
+        .token;
+    let admin = create_token(&env.pool, "ta", Role::Admin, "admin@a")
+        .await?
+        .token;
+
+    let (status, accepted) = call(
+        &env,
+        "POST",
+        "/v1/contacts/c1/retry-now",
+        Some(&operator),
+        Some(json!({"job_id": job, "reason": "lead asked"})),
+        &[],
+    )
+    .await?;
+    assert_eq!(status, StatusCode::ACCEPTED, "{accepted}");
+    let command_id: Uuid = accepted["command_id"]
+        .as_str()
+        .context("command id")?
+        .parse()?;
+    assert_eq!(accepted["status"], "pending");
+
+    // The command is on contact-commands, keyed by contact, as the schema defines it.
+    let consumer =
+        callstream_e2e::read_committed_consumer(&callstream_e2e::unique_name("api-check"))?;
+    consumer.subscribe(&[&env.topics.name(t::CONTACT_COMMANDS)])?;
+    let msg = tokio::time::timeout(Duration::from_secs(30), consumer.recv()).await??;
+    assert_eq!(msg.key(), Some(&b"c1"[..]));
+    let Ok(AnyEvent::ContactCommand(cmd)) = decode_any(msg.payload().unwrap_or_default()) else {
+        anyhow::bail!("not a contact command");
+    };
+    assert_eq!(cmd.event_id, command_id);
+    assert_eq!(cmd.kind, ContactCommandKind::RetryNow);
+    assert_eq!(
+        (cmd.job_id, cmd.campaign_id.as_deref()),
+        (Some(job), Some("camp"))
+    );
+    assert_eq!(cmd.actor.id, "op@a");
+
+    // Pending until a processor reports on it; then applied.
+    let (_, pending) = call(
+        &env,
+        "GET",
+        &format!("/v1/commands/{command_id}"),
+        Some(&operator),
+        None,
+        &[],
+    )
+    .await?;
+    assert_eq!(pending["status"], "pending");
+    let processed: AnyEvent = callstream_schemas::AuditEvent {
+        event_id: Uuid::new_v4(),
+        tenant_id: "ta".into(),
+        occurred_at: Utc::now(),
+        causation_id: Some(command_id),
+        correlation_id: None,
+        actor: callstream_schemas::Actor::system("contact"),
+        action: "command.retry_now".into(),
+        subject_type: "contact".into(),
+        subject_id: "c1".into(),
+        contact_id: Some("c1".into()),
+        command_id: Some(command_id),
+        result: callstream_schemas::AuditResult::Rejected,
+        reason: Some("contact finished".into()),
+        detail: None,
+    }
+    .into();
+    seed(&env, &[processed], "ta", 1).await?;
+    let (_, done) = call(
+        &env,
+        "GET",
+        &format!("/v1/commands/{command_id}?wait=10s"),
+        Some(&operator),
+        None,
+        &[],
+    )
+    .await?;
+    assert_eq!(
+        (done["status"].as_str(), done["reason"].as_str()),
+        (Some("rejected"), Some("contact finished"))
+    );
+    // The audit view has the operator's request with its actor.
+    let actor: String = sqlx::query_scalar("SELECT actor_id FROM audit WHERE tenant_id = 'ta' AND command_id = $1 AND result = 'requested'")
+        .bind(command_id).fetch_one(&env.pool).await?;
+    assert_eq!(actor, "op@a");
+
+    // A control change is applied once it is on the log; ?wait sees it.
+    let (status, body) = call(
+        &env,
+        "POST",
+        "/v1/control/system-pause?wait=10s",
+        Some(&admin),
+        Some(json!({"enabled": true, "reason": "incident"})),
+        &[],
+    )
+    .await?;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    assert_eq!(body["status"], "applied", "{body}");
+    let (_, settings) = call(&env, "GET", "/v1/control", Some(&operator), None, &[]).await?;
+    assert_eq!(settings[0]["setting"], "system_pause");
+    assert_eq!(settings[0]["enabled"], true);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_openapi_document_is_3_1_and_covers_every_route() -> Result<()> {
+    let env = setup().await?;
+    let (status, doc) = call(&env, "GET", "/openapi.json", None, None, &[]).await?;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        doc["openapi"]
+            .as_str()
+            .is_some_and(|v| v.starts_with("3.1")),
+        "{}",
+        doc["openapi"]
+    );
+    let routes = [
+        ("get", "/v1/jobs"),
+        ("get", "/v1/jobs/{job_id}"),
+        ("get", "/v1/exceptions"),
+        ("post", "/v1/exceptions/{exception_id}/ignore"),
+        ("get", "/v1/slots"),
+        ("get", "/v1/launches/missing"),
+        ("post", "/v1/launches/{launch_id}/recover"),
+        ("post", "/v1/launches/{launch_id}/advance"),
+        ("get", "/v1/delivery"),
+        ("get", "/v1/contacts/{contact_id}/timeline"),
+        ("post", "/v1/contacts/{contact_id}/retry-now"),
+        ("post", "/v1/contacts/{contact_id}/retry-later"),
+        ("post", "/v1/contacts/{contact_id}/cancel-future-jobs"),
+        ("post", "/v1/contacts/{contact_id}/force-finish"),
+        ("get", "/v1/control"),
+        ("post", "/v1/control/system-pause"),
+        ("post", "/v1/control/campaigns/{campaign_id}/pause"),
+        ("post", "/v1/control/shadow-mode"),
+        ("post", "/v1/control/crm-writes"),
+        ("get", "/v1/commands/{command_id}"),
+        ("get", "/healthz"),
+        ("get", "/readyz"),
+    ];
+    for (method, path) in routes {
+        assert!(
+            doc["paths"][path][method].is_object(),
+            "{method} {path} missing from /openapi.json"
+        );
+    }
+    let documented: usize = doc["paths"].as_object().map_or(0, |p| {
+        p.values()
+            .map(|m| m.as_object().map_or(0, |m| m.len()))
+            .sum()
+    });
+    assert_eq!(
+        documented,
+        routes.len(),
+        "a documented route is not in this list"
+    );
+    Ok(())
+}
