@@ -175,6 +175,17 @@ fn plan(tenant: &str, contact: &str, job: Uuid) -> AnyEvent {
     .into()
 }
 
+/// method, uri, token, body, headers, expected status, expected code.
+type Case<'a> = (
+    &'a str,
+    String,
+    Option<&'a str>,
+    Option<Value>,
+    Vec<(&'a str, &'a str)>,
+    u16,
+    &'a str,
+);
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn errors_roles_and_tenant_isolation() -> Result<()> {
     let env = setup().await?;
@@ -197,15 +208,7 @@ async fn errors_roles_and_tenant_isolation() -> Result<()> {
         .await?
         .token;
     let job_uri = format!("/v1/jobs/{job_a}");
-    let cases: Vec<(
-        &str,
-        String,
-        Option<&str>,
-        Option<Value>,
-        Vec<(&str, &str)>,
-        u16,
-        &str,
-    )> = vec![
+    let cases: Vec<Case> = vec![
         (
             "GET",
             "/v1/jobs".into(),
