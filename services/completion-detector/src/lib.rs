@@ -19,7 +19,7 @@ mod codec;
 pub mod completion;
 pub mod config;
 mod contact_io;
-mod emit;
+pub mod emit;
 pub mod ids;
 pub mod join;
 pub mod monitor;
