@@ -14,9 +14,10 @@ use callstream_schemas::{
 };
 
 use crate::case::ContactCases;
+use crate::close::Closing;
 use crate::emit;
 use crate::ids;
-use crate::processor::{Closing, Recovery};
+use crate::processor::Recovery;
 
 fn target(state: &ContactCases, cmd: &ContactCommand) -> Option<usize> {
     if let Some(launch) = cmd.launch_id {

@@ -19,6 +19,7 @@
 //! identical records; a lookup result lost in a crash is asked for again.
 
 mod case;
+mod close;
 mod commands;
 pub mod config;
 mod emit;
