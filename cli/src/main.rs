@@ -1,6 +1,7 @@
 //! The `callstream` binary: every role of the system is a subcommand, so
 //! one artefact is built, shipped and versioned.
 
+mod demo;
 mod process_cmd;
 mod signals;
 mod topics_cmd;
@@ -30,6 +31,8 @@ enum Command {
     /// Runtime configuration on the `control` topic.
     #[command(subcommand)]
     Control(callstream_control::ControlCommand),
+    /// The main job: the whole pipeline on a simulated workload, ending in a summary.
+    Demo(Box<demo::DemoArgs>),
     /// Serve provider webhooks and launch intake; 202 only once Kafka has the event.
     Gateway {
         /// A TOML file with integrations, tenants and secrets (else `CALLSTREAM_GATEWAY_CONFIG`).
@@ -72,6 +75,7 @@ async fn main() -> Result<()> {
         Command::Control(command) => callstream_control::run(&command)
             .await
             .context("control command failed"),
+        Command::Demo(args) => demo::run(*args).await.context("the demo failed"),
         Command::Gateway { config } => {
             let config = match config {
                 Some(path) => callstream_gateway::GatewayConfig::load(Some(&path)),

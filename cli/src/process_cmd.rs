@@ -104,6 +104,14 @@ pub async fn host<P: Processor>(
     result.with_context(|| format!("processor {app_id} stopped with an error"))
 }
 
+/// A processor's app id (its consumer group, changelog topics and
+/// transactional id) behind the topic prefix, so a prefix namespaces a whole
+/// deployment: two runs with different prefixes never share a group, restore
+/// each other's state or fence each other. Without a prefix it is the name.
+fn app_id(topics: &Topics, name: &str) -> String {
+    topics.name(name)
+}
+
 /// The processors `callstream process` runs.
 #[derive(clap::Subcommand, Debug, Clone)]
 pub enum ProcessCommand {
@@ -126,13 +134,14 @@ pub async fn run(command: ProcessCommand) -> Result<()> {
         ProcessCommand::Contact(args) => {
             let topics = args.topics()?;
             let config = callstream_contact::ContactConfig::new(&topics);
-            let spec = callstream_contact::spec(&topics, callstream_contact::APP_ID);
+            let spec =
+                callstream_contact::spec(&topics, &app_id(&topics, callstream_contact::APP_ID));
             host(callstream_contact::processor(config), spec, &args, |_| {}).await
         }
         ProcessCommand::Scheduler(args) => {
             let topics = args.topics()?;
             let config = callstream_scheduler::SchedulerConfig::new(&topics);
-            let spec = callstream_scheduler::spec(&topics, "scheduler");
+            let spec = callstream_scheduler::spec(&topics, &app_id(&topics, "scheduler"));
             host(callstream_scheduler::processor(config), spec, &args, |_| {}).await
         }
         ProcessCommand::LaunchDispatcher(args) => {
@@ -140,7 +149,7 @@ pub async fn run(command: ProcessCommand) -> Result<()> {
                 .context("reading the launch dispatcher's configuration")?;
             let spec = callstream_launch_dispatcher::spec(
                 &config.topics,
-                callstream_launch_dispatcher::APP_ID,
+                &app_id(&config.topics, callstream_launch_dispatcher::APP_ID),
             );
             let effects = callstream_launch_dispatcher::effect_runner(&config)
                 .context("building the voice platform client")?;
@@ -156,7 +165,7 @@ pub async fn run(command: ProcessCommand) -> Result<()> {
             let topics = args.topics()?;
             let spec = callstream_completion_detector::spec(
                 &topics,
-                callstream_completion_detector::APP_ID,
+                &app_id(&topics, callstream_completion_detector::APP_ID),
             );
             host(
                 callstream_completion_detector::processor(config),
@@ -169,8 +178,10 @@ pub async fn run(command: ProcessCommand) -> Result<()> {
         ProcessCommand::CrmDispatcher(args) => {
             let config = callstream_crm_dispatcher::CrmDispatcherConfig::from_env()
                 .context("reading the CRM dispatcher's configuration")?;
-            let spec =
-                callstream_crm_dispatcher::spec(&config.topics, callstream_crm_dispatcher::APP_ID);
+            let spec = callstream_crm_dispatcher::spec(
+                &config.topics,
+                &app_id(&config.topics, callstream_crm_dispatcher::APP_ID),
+            );
             let effects = callstream_crm_dispatcher::effect_runner(&config)
                 .context("building the CRM client")?;
             let processor = callstream_crm_dispatcher::processor(&config);

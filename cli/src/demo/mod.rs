@@ -1,0 +1,400 @@
+//! `callstream demo`: the whole pipeline on a simulated workload, as child
+//! processes of this binary, ending in a summary.
+//!
+//! A run gets its own topic prefix (see `setup`), applies the demo control
+//! file, starts the simulators, the gateway and every processor this binary
+//! has, sends the workload in bursts, injects faults (dropped completions
+//! and burst drops at the voice platform, CRM timeouts and an outage, an
+//! operator pausing a campaign), lets the pipeline run until it settles
+//! (bounded), and prints what happened, read back from the topics and the
+//! simulators' own counters, with the pipeline's invariants checked.
+//!
+//! Guarantee: whatever happens (an error, Ctrl-C, a role crashing), every
+//! child is stopped before `run` returns.
+
+mod children;
+mod reader;
+mod render;
+mod roles;
+mod settle;
+mod setup;
+mod sims;
+mod slots;
+mod summary;
+mod tally;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use tokio::time::Instant;
+
+use children::Children;
+use setup::Run;
+
+/// `callstream demo`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct DemoArgs {
+    /// Contacts the workload sends to the gateway's launch intake.
+    #[arg(long, default_value_t = 2_000)]
+    pub contacts: usize,
+    /// Stop waiting for the pipeline to settle after this long (e.g. 15m, 120s).
+    #[arg(long, default_value = "15m", value_parser = parse_duration)]
+    pub timeout: Duration,
+    /// Leave everything running after the summary, until Ctrl-C.
+    #[arg(long)]
+    pub keep_running: bool,
+    /// The folder with demo.env, gateway.toml and control.toml (default: ./demo).
+    #[arg(long)]
+    pub demo_dir: Option<PathBuf>,
+    /// A control file instead of the demo folder's control.toml.
+    #[arg(long)]
+    pub control: Option<PathBuf>,
+    /// Where the roles' logs go (default: <repo>/.stack/demo/<run id>).
+    #[arg(long)]
+    pub log_dir: Option<PathBuf>,
+    /// Launch requests sent in the same second, per burst.
+    #[arg(long, default_value_t = 500)]
+    pub burst: usize,
+    /// Seed of the workload.
+    #[arg(long, default_value_t = 7)]
+    pub seed: u64,
+    /// How often a progress line is printed.
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    pub progress_every: Duration,
+    /// Jobs due within this long are waited for; later ones are reported as waiting.
+    #[arg(long, default_value = "150s", value_parser = parse_duration)]
+    pub lookahead: Duration,
+    /// When the CRM outage starts, after the workload starts.
+    #[arg(long, default_value = "40s", value_parser = parse_duration)]
+    pub crm_outage_after: Duration,
+    /// How long the CRM is down (0s: no outage).
+    #[arg(long, default_value = "15s", value_parser = parse_duration)]
+    pub crm_outage_for: Duration,
+    /// The campaign an operator pauses mid-run (its due jobs are held, then re-planned).
+    #[arg(long, default_value = "fall-intake")]
+    pub pause_campaign: String,
+    /// When the pause starts, after the workload starts.
+    #[arg(long, default_value = "20s", value_parser = parse_duration)]
+    pub pause_after: Duration,
+    /// How long the campaign stays paused (0s: no pause).
+    #[arg(long, default_value = "20s", value_parser = parse_duration)]
+    pub pause_for: Duration,
+    /// Delete the run's topics after the summary (not with --keep-running).
+    #[arg(long)]
+    pub delete_topics: bool,
+}
+
+/// Parses `500ms`, `90s`, `2m`, `1h`, or plain seconds.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    let (number, scale_ms) = if let Some(n) = t.strip_suffix("ms") {
+        (n, 1)
+    } else if let Some(n) = t.strip_suffix('s') {
+        (n, 1_000)
+    } else if let Some(n) = t.strip_suffix('m') {
+        (n, 60_000)
+    } else if let Some(n) = t.strip_suffix('h') {
+        (n, 3_600_000)
+    } else {
+        (t, 1_000)
+    };
+    number
+        .trim()
+        .parse::<u64>()
+        .map(|n| Duration::from_millis(n.saturating_mul(scale_ms)))
+        .map_err(|_| format!("{text:?} is not a duration (like 500ms, 90s, 2m, 1h)"))
+}
+
+/// How long the topics must be quiet before the run counts as settled.
+const QUIET: Duration = Duration::from_secs(4);
+/// How long roles get to become ready.
+const READY_LIMIT: Duration = Duration::from_secs(120);
+/// How long a role gets to stop after SIGTERM.
+const STOP_GRACE: Duration = Duration::from_secs(15);
+
+/// What the run produced before the children stopped.
+struct Outcome {
+    workload: callstream_workload::SendReport,
+    stats: sims::SimStats,
+    settled: bool,
+    elapsed: Duration,
+}
+
+/// Runs the demo.
+pub async fn run(args: DemoArgs) -> Result<()> {
+    let run = setup::prepare(&args)?;
+    let exe = std::env::current_exe().context("locating the callstream binary")?;
+    let available = roles::Available::probe(&exe);
+    println!(
+        "demo: run {} (topics {}*, {} partitions), logs in {}",
+        run.id,
+        run.prefix,
+        run.topics.partitions,
+        run.log_dir.display()
+    );
+    let topics = setup::create_topics(&run).await?;
+    let changes = setup::apply_control(&run, &run.control, "demo set-up").await?;
+    println!(
+        "demo: {topics} topics, {changes} control settings from {}",
+        run.control_path.display()
+    );
+    let reader = reader::Reader::start(
+        &run.kafka,
+        &roles::observed_topics(&run),
+        &run.topic(callstream_platform::topics::DEAD_LETTERS),
+    )?;
+    let mut children = Children::new(exe, run.log_dir.clone(), run.env.clone())?;
+    let result = drive(&args, &run, &available, &mut children, &reader).await;
+    if args.keep_running {
+        if let Ok(outcome) = &result {
+            print_summary(&args, &run, &available, &children, &reader, outcome).await;
+            roles::print_running(&run, &children);
+            crate::signals::shutdown_signal().await;
+        }
+    }
+    let mut stopped = children.stop(STOP_GRACE, roles::is_processor).await;
+    stopped.extend(children.stop(STOP_GRACE, |_| true).await);
+    let killed: Vec<_> = stopped
+        .iter()
+        .filter(|s| s.killed)
+        .map(|s| s.name.as_str())
+        .collect();
+    if !killed.is_empty() {
+        println!(
+            "demo: killed after {STOP_GRACE:?} without stopping: {}",
+            killed.join(", ")
+        );
+    }
+    for s in stopped.iter().filter(|s| !s.killed) {
+        if let Some(status) = s.status.filter(|st| !st.success()) {
+            println!("demo: {} stopped with {status}", s.name);
+        }
+    }
+    let outcome = result?;
+    if !args.keep_running {
+        print_summary(&args, &run, &available, &children, &reader, &outcome).await;
+        if args.delete_topics {
+            let n = setup::delete_topics(&run).await?;
+            println!("demo: deleted the run's {n} topics");
+        }
+    }
+    Ok(())
+}
+
+async fn print_summary(
+    args: &DemoArgs,
+    run: &Run,
+    available: &roles::Available,
+    children: &Children,
+    reader: &reader::Reader,
+    outcome: &Outcome,
+) {
+    // The roles may have committed a last transaction while stopping.
+    if !reader
+        .drain(Duration::from_secs(1), Duration::from_secs(20))
+        .await
+    {
+        println!("demo: the reader did not catch up with every partition; counts may be short");
+    }
+    let bucket_ms = run
+        .setting("CALLSTREAM_DETECTOR_BUCKET_MS")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(600_000);
+    let mut roles = available.names();
+    if roles.is_empty() {
+        roles = children.names();
+    }
+    let info = summary::RunInfo {
+        run_id: run.id.clone(),
+        topic_prefix: run.prefix.clone(),
+        contacts: args.contacts,
+        seconds: outcome.elapsed.as_secs_f64(),
+        settled: outcome.settled,
+        roles,
+        roles_missing: available.missing(),
+        log_dir: run.log_dir.display().to_string(),
+    };
+    let summary = match reader.tally.lock() {
+        Ok(t) => summary::build(
+            &t,
+            &outcome.stats,
+            summary::Context {
+                run: info,
+                workload: &outcome.workload,
+                control: &run.control,
+                bucket_ms,
+                recovery: available.recovery,
+            },
+        ),
+        Err(_) => {
+            println!("demo: the reader thread panicked; no summary");
+            return;
+        }
+    };
+    print!("{}", render::text(&summary));
+    println!();
+    for line in render::json_lines(&summary) {
+        println!("{line}");
+    }
+}
+
+async fn drive(
+    args: &DemoArgs,
+    run: &Run,
+    available: &roles::Available,
+    children: &mut Children,
+    reader: &reader::Reader,
+) -> Result<Outcome> {
+    for role in roles::all(run, available)? {
+        children.spawn(role)?;
+    }
+    println!("demo: started {}", children.names().join(", "));
+    children.wait_ready(READY_LIMIT).await?;
+    println!("demo: every role is ready");
+
+    let start = Instant::now();
+    let token = run
+        .setting("DEMO_LAUNCH_TOKEN")
+        .context("DEMO_LAUNCH_TOKEN is not in demo.env")?
+        .to_owned();
+    let plan = callstream_workload::plan(&callstream_workload::PlanSettings {
+        contacts: args.contacts,
+        campaigns: vec![
+            "spring-intake".into(),
+            "fall-intake".into(),
+            "reengage".into(),
+        ],
+        id_prefix: run.id.clone(),
+        seed: args.seed,
+    });
+    let settings = callstream_workload::SendSettings {
+        gateway: run.gateway_url.clone(),
+        token,
+        burst: args.burst,
+        pause: Duration::from_secs(1),
+    };
+    // Polled by the loop below (its futures borrow the plan, so it is not spawned).
+    let workload = callstream_workload::send(&plan, &settings);
+    tokio::pin!(workload);
+    let mut faults_until = start;
+    if !args.crm_outage_for.is_zero() {
+        sims::crm_outage(run, args.crm_outage_after, args.crm_outage_for).await?;
+        println!(
+            "demo: the CRM will be down for {}s from {}s",
+            args.crm_outage_for.as_secs(),
+            args.crm_outage_after.as_secs()
+        );
+        faults_until = faults_until.max(start + args.crm_outage_after + args.crm_outage_for);
+    }
+    if !args.pause_for.is_zero() {
+        tokio::spawn(sims::pause_campaign(
+            run.clone(),
+            args.pause_campaign.clone(),
+            args.pause_after,
+            args.pause_for,
+        ));
+        faults_until = faults_until.max(start + args.pause_after + args.pause_for);
+    }
+
+    let mut report = None;
+    let mut last_progress = Instant::now();
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    let shutdown = crate::signals::shutdown_signal();
+    tokio::pin!(shutdown);
+    let settled = loop {
+        tokio::select! {
+            _ = &mut shutdown => {
+                println!("demo: interrupted; stopping");
+                break false;
+            }
+            sent = &mut workload, if report.is_none() => {
+                let sent = sent.context("sending the workload")?;
+                println!(
+                    "demo: workload sent: {} launch requests, {} accepted, {} failed, {} retries, in {:.1} s",
+                    sent.requests, sent.accepted, sent.failed, sent.retries, sent.seconds
+                );
+                report = Some(sent);
+            }
+            _ = tick.tick() => {}
+        }
+        if let Some((name, status, log)) = children.exited().into_iter().next() {
+            bail!("{name} stopped on its own ({status}); the end of its log:\n{log}");
+        }
+        let mut pending = match reader.tally.lock() {
+            Ok(t) => settle::Pending::measure(&t, now_ms(), args.lookahead, available.recovery),
+            Err(_) => bail!("the reader thread panicked"),
+        };
+        pending.workload_running = report.is_none();
+        pending.faults_running = Instant::now() < faults_until;
+        pending.lag = reader.lag();
+        pending.idle = reader.idle();
+        if last_progress.elapsed() >= args.progress_every {
+            last_progress = Instant::now();
+            if let Ok(t) = reader.tally.lock() {
+                let sent = report.as_ref().map_or(0, |r| r.accepted);
+                println!(
+                    "{}",
+                    render::progress(start.elapsed().as_secs(), &t, sent, pending.lag)
+                );
+            }
+        }
+        if pending.settled(QUIET) {
+            println!("demo: settled after {} s", start.elapsed().as_secs());
+            break true;
+        }
+        if start.elapsed() >= args.timeout {
+            println!(
+                "demo: not settled after {:?}; still waiting for {}",
+                args.timeout,
+                pending.describe()
+            );
+            break false;
+        }
+    };
+    let workload = report.unwrap_or_default();
+    let stats = match sims::stats(run).await {
+        Ok(s) => s,
+        Err(e) => {
+            println!("demo: could not read the simulators' stats: {e:#}");
+            sims::SimStats::default()
+        }
+    };
+    Ok(Outcome {
+        workload,
+        stats,
+        settled,
+        elapsed: start.elapsed(),
+    })
+}
+
+fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // tests may unwrap: a panic is the failure report
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_with_their_unit() {
+        let cases = [
+            ("500ms", Some(500)),
+            ("90s", Some(90_000)),
+            ("2m", Some(120_000)),
+            ("1h", Some(3_600_000)),
+            ("45", Some(45_000)),
+            (" 3s ", Some(3_000)),
+            ("soon", None),
+            ("-1s", None),
+        ];
+        for (text, ms) in cases {
+            assert_eq!(
+                parse_duration(text).ok().map(|d| d.as_millis() as u64),
+                ms,
+                "{text:?}"
+            );
+        }
+    }
+}

@@ -1,0 +1,351 @@
+//! What the run's topics say, folded into counters and per-id maps as the
+//! records arrive (read with `read_committed`, so only what the pipeline
+//! committed counts).
+//!
+//! Every map is keyed by the id the pipeline gives a thing (command id, job
+//! id, launch id, operation id), so a record read twice, or an event the
+//! pipeline repeated on purpose (a dispatcher's reconciliation, a replayed
+//! completion), is counted once: the summary counts things, not records.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use callstream_completion_detector::completion::final_outcome;
+use callstream_schemas::{
+    AnyEvent, AuditResult, CallEvent, CallEventSource, CallLaunch, ContactCommandKind,
+    ContactState, ExceptionStatus, JobState, LaunchStatus, ScheduleEvent, ScheduleEventKind,
+    ScheduleRequest, ScheduleRequestKind,
+};
+use uuid::Uuid;
+
+/// A job as the scheduler placed it.
+#[derive(Debug, Clone)]
+pub struct Allocation {
+    pub tenant: String,
+    pub slot_at_ms: i64,
+    /// `allocated`, or `moved_out_of_window` when the earliest time was outside every window.
+    pub reason: String,
+    pub time_zone: Option<String>,
+}
+
+/// A launch as the dispatcher reported it (its latest report).
+#[derive(Debug, Clone)]
+pub struct Launch {
+    pub status: LaunchStatus,
+    pub accepted_at_ms: Option<i64>,
+    pub reconciled: bool,
+}
+
+/// Everything the summary and the progress line need.
+#[derive(Debug, Default)]
+pub struct Tally {
+    pub records: u64,
+    pub undecodable: u64,
+    pub dead_letters: u64,
+
+    /// Launch requests that reached `contact-commands`, by command id.
+    pub launch_requests: HashSet<Uuid>,
+    /// `contact.launch_request` refusals by reason.
+    pub requests_refused: BTreeMap<String, u64>,
+    pub launch_due: HashSet<Uuid>,
+
+    /// Plan requests by job id: origin, reason.
+    pub plans: HashMap<Uuid, (String, String)>,
+    /// Cancel requests by job id: the reason.
+    pub cancel_requests: HashMap<Uuid, String>,
+    pub allocations: HashMap<Uuid, Allocation>,
+    pub slot_freed: HashSet<Uuid>,
+    /// Refusals by job id: the reason.
+    pub refused: HashMap<Uuid, String>,
+    /// Jobs the scheduler fired (LaunchDue emitted).
+    pub fired: HashSet<Uuid>,
+
+    /// The latest state and reason of every job, from `contact-state`.
+    pub job_states: HashMap<Uuid, (JobState, String)>,
+    /// Jobs ever seen held, with the reason.
+    pub held: HashMap<Uuid, String>,
+
+    /// Launch commands by launch id: tenant and slot time.
+    pub launch_commands: HashMap<Uuid, (String, i64)>,
+    pub launches: HashMap<Uuid, Launch>,
+    /// Launch ids by provider call id, to match completions without a launch id.
+    pub call_ids: HashMap<String, Uuid>,
+    /// Launches whose completion the platform delivered itself: first final outcome and time.
+    pub delivered: HashMap<Uuid, (String, i64)>,
+    /// Launches completed by a recovered event: outcome and time.
+    pub recovered_events: HashMap<Uuid, (String, i64)>,
+    /// Final live events naming no launch this run knows.
+    pub unmatched_completions: u64,
+
+    /// `completion-missing` by launch id: when it was emitted.
+    pub missing: HashMap<Uuid, i64>,
+    /// `completion-resolved` by launch id: resolution and when.
+    pub resolved: HashMap<Uuid, (String, i64)>,
+
+    /// CRM commands by operation id: the action.
+    pub crm_commands: HashMap<Uuid, String>,
+    /// CRM results by operation id: action, status, attempts (the latest result).
+    pub crm_results: HashMap<Uuid, (String, String, i32)>,
+
+    /// Exceptions by id: type and latest status.
+    pub exceptions: HashMap<Uuid, (String, ExceptionStatus)>,
+    /// Alerts raised and resolved, by alert id: latest status.
+    pub alerts: HashMap<Uuid, String>,
+    /// Audit events by action and result.
+    pub audit: BTreeMap<String, u64>,
+}
+
+fn ms(at: chrono::DateTime<chrono::Utc>) -> i64 {
+    at.timestamp_millis()
+}
+
+impl Tally {
+    /// Folds one record's value in; `dead_letter` for the dead-letter topic,
+    /// whose values are whatever could not be processed.
+    pub fn add(&mut self, value: &[u8], dead_letter: bool) {
+        self.records += 1;
+        if dead_letter {
+            self.dead_letters += 1;
+            return;
+        }
+        match callstream_schemas::decode_any(value) {
+            Ok(event) => self.add_event(event),
+            Err(_) => self.undecodable += 1,
+        }
+    }
+
+    fn add_event(&mut self, event: AnyEvent) {
+        match event {
+            AnyEvent::ContactCommand(c) => match c.kind {
+                ContactCommandKind::LaunchRequest => {
+                    self.launch_requests.insert(c.event_id);
+                }
+                ContactCommandKind::LaunchDue => {
+                    if let Some(job) = c.job_id {
+                        self.launch_due.insert(job);
+                    }
+                }
+                _ => {}
+            },
+            AnyEvent::ScheduleRequest(r) => self.schedule_request(r),
+            AnyEvent::ScheduleEvent(e) => self.schedule_event(e),
+            AnyEvent::ContactState(s) => self.contact_state(s),
+            AnyEvent::LaunchCommand(l) => {
+                self.launch_commands
+                    .insert(l.launch_id, (l.tenant_id, ms(l.slot_at)));
+            }
+            AnyEvent::CallLaunch(l) => self.call_launch(l),
+            AnyEvent::CallEvent(e) => self.call_event(&e),
+            AnyEvent::CompletionMissing(m) => {
+                self.missing
+                    .entry(m.launch_id)
+                    .or_insert_with(|| ms(m.occurred_at));
+            }
+            AnyEvent::CompletionResolved(r) => {
+                self.resolved
+                    .entry(r.launch_id)
+                    .or_insert_with(|| (r.resolution.as_str().to_owned(), ms(r.occurred_at)));
+            }
+            AnyEvent::CrmCommand(c) => {
+                self.crm_commands
+                    .insert(c.operation_id, c.action.as_str().to_owned());
+            }
+            AnyEvent::CrmResult(r) => {
+                self.crm_results.insert(
+                    r.operation_id,
+                    (
+                        r.action.as_str().to_owned(),
+                        r.status.as_str().to_owned(),
+                        r.attempts,
+                    ),
+                );
+            }
+            AnyEvent::ExceptionEvent(x) => {
+                self.exceptions.insert(
+                    x.exception_id,
+                    (x.exception_type.as_str().to_owned(), x.status),
+                );
+            }
+            AnyEvent::Alert(a) => {
+                self.alerts.insert(a.alert_id, a.status.as_str().to_owned());
+            }
+            AnyEvent::AuditEvent(a) => {
+                let result = match a.result {
+                    AuditResult::Applied => "applied",
+                    _ => "rejected",
+                };
+                *self
+                    .audit
+                    .entry(format!("{} {result}", a.action))
+                    .or_default() += 1;
+                if a.action == "contact.launch_request" && result == "rejected" {
+                    let reason = a.reason.unwrap_or_else(|| "unknown".into());
+                    *self.requests_refused.entry(reason).or_default() += 1;
+                }
+            }
+            AnyEvent::ControlChange(_) => {}
+        }
+    }
+
+    fn schedule_request(&mut self, r: ScheduleRequest) {
+        match r.kind {
+            ScheduleRequestKind::Plan => {
+                self.plans
+                    .entry(r.job_id)
+                    .or_insert_with(|| (r.origin.as_str().to_owned(), r.reason));
+            }
+            _ => {
+                self.cancel_requests.entry(r.job_id).or_insert(r.reason);
+            }
+        }
+    }
+
+    fn schedule_event(&mut self, e: ScheduleEvent) {
+        match e.kind {
+            ScheduleEventKind::Allocated => {
+                if let Some(at) = e.slot_at {
+                    self.allocations.insert(
+                        e.job_id,
+                        Allocation {
+                            tenant: e.tenant_id,
+                            slot_at_ms: ms(at),
+                            reason: e.reason,
+                            time_zone: e.time_zone,
+                        },
+                    );
+                }
+            }
+            ScheduleEventKind::Cancelled => {
+                self.slot_freed.insert(e.job_id);
+            }
+            ScheduleEventKind::Refused => {
+                self.refused.insert(e.job_id, e.reason);
+            }
+            ScheduleEventKind::LaunchDue => {
+                self.fired.insert(e.job_id);
+            }
+            ScheduleEventKind::Unknown => {}
+        }
+    }
+
+    fn contact_state(&mut self, s: ContactState) {
+        for job in s.jobs {
+            if job.state == JobState::Held {
+                self.held
+                    .entry(job.job_id)
+                    .or_insert_with(|| job.reason.clone());
+            }
+            self.job_states.insert(job.job_id, (job.state, job.reason));
+        }
+    }
+
+    fn call_launch(&mut self, l: CallLaunch) {
+        if let Some(call) = &l.provider_call_id {
+            self.call_ids.insert(call.clone(), l.launch_id);
+        }
+        let accepted_at_ms = (l.status == LaunchStatus::Accepted).then(|| ms(l.occurred_at));
+        let entry = self.launches.entry(l.launch_id).or_insert(Launch {
+            status: l.status,
+            accepted_at_ms,
+            reconciled: l.reconciled,
+        });
+        // An ambiguous launch is later settled; a settled one stays settled.
+        if entry.status == LaunchStatus::Ambiguous {
+            entry.status = l.status;
+            entry.accepted_at_ms = accepted_at_ms;
+        }
+        entry.reconciled |= l.reconciled;
+    }
+
+    fn call_event(&mut self, e: &CallEvent) {
+        let Some(outcome) = final_outcome(e) else {
+            return;
+        };
+        let launch = e
+            .launch_id
+            .filter(|id| self.launches.contains_key(id))
+            .or_else(|| self.call_ids.get(&e.call_id).copied());
+        let Some(launch) = launch else {
+            if e.source == CallEventSource::Live {
+                self.unmatched_completions += 1;
+            }
+            return;
+        };
+        let value = (outcome.as_str().to_owned(), ms(e.received_at));
+        match e.source {
+            CallEventSource::Live => {
+                self.delivered.entry(launch).or_insert(value);
+            }
+            _ => {
+                self.recovered_events.entry(launch).or_insert(value);
+            }
+        }
+    }
+
+    /// Accepted launches with no completion and no closed missing case yet.
+    /// With `recovery` off, a reported missing completion counts as closed
+    /// (nothing would ever close it).
+    pub fn open_launches(&self, recovery: bool) -> usize {
+        self.launches
+            .iter()
+            .filter(|(id, l)| {
+                l.status == LaunchStatus::Accepted
+                    && !self.delivered.contains_key(*id)
+                    && !self.resolved.contains_key(*id)
+                    && (recovery || !self.missing.contains_key(*id))
+            })
+            .count()
+    }
+
+    /// Allocated jobs the scheduler has not fired or freed, due before `until_ms`.
+    pub fn due_before(&self, until_ms: i64) -> usize {
+        self.live_allocations()
+            .filter(|(_, a)| a.slot_at_ms < until_ms)
+            .count()
+    }
+
+    /// Allocated jobs neither fired nor freed.
+    pub fn live_allocations(&self) -> impl Iterator<Item = (&Uuid, &Allocation)> {
+        self.allocations
+            .iter()
+            .filter(|(id, _)| !self.fired.contains(*id) && !self.slot_freed.contains(*id))
+    }
+
+    /// Work handed on and not answered yet: plans without a placement,
+    /// launch commands without a dispatcher's report, CRM commands without a
+    /// final result.
+    pub fn unanswered(&self) -> usize {
+        let plans = self
+            .plans
+            .keys()
+            .filter(|id| !self.allocations.contains_key(*id) && !self.refused.contains_key(*id))
+            .count();
+        let launches = self
+            .launch_commands
+            .keys()
+            .filter(|id| {
+                self.launches
+                    .get(*id)
+                    .is_none_or(|l| l.status == LaunchStatus::Ambiguous)
+            })
+            .count();
+        let crm = self
+            .crm_commands
+            .keys()
+            .filter(|id| !self.crm_results.contains_key(*id))
+            .count();
+        plans + launches + crm
+    }
+
+    /// Launches accepted by the platform.
+    pub fn accepted(&self) -> usize {
+        self.launches
+            .values()
+            .filter(|l| l.status == LaunchStatus::Accepted)
+            .count()
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // tests may unwrap: a panic is the failure report
+#[path = "tally_tests.rs"]
+mod tests;

@@ -1,0 +1,190 @@
+//! The tally counts things, not records: repeats change nothing, and a
+//! launch is open until its completion or its closed missing case.
+
+use callstream_schemas::types::*;
+use callstream_schemas::Event;
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use super::Tally;
+
+fn at(ms: i64) -> DateTime<Utc> {
+    DateTime::from_timestamp_millis(ms).unwrap()
+}
+
+fn launch(id: Uuid, status: LaunchStatus, call: Option<&str>) -> Vec<u8> {
+    CallLaunch {
+        event_id: Uuid::new_v4(),
+        tenant_id: "acme".into(),
+        occurred_at: at(1_000),
+        causation_id: None,
+        correlation_id: None,
+        launch_id: id,
+        job_id: Uuid::new_v4(),
+        contact_id: "c-1".into(),
+        campaign_id: "spring".into(),
+        status,
+        provider: "twilio".into(),
+        provider_call_id: call.map(str::to_owned),
+        attempts: 1,
+        requested_at: at(900),
+        reconciled: false,
+        reason: None,
+        reason_detail: None,
+    }
+    .encode()
+    .unwrap()
+}
+
+fn completion(launch: Option<Uuid>, call: &str, status: &str, source: CallEventSource) -> Vec<u8> {
+    CallEvent {
+        event_id: Uuid::new_v4(),
+        tenant_id: "acme".into(),
+        occurred_at: at(5_000),
+        causation_id: None,
+        correlation_id: None,
+        provider: "twilio".into(),
+        integration_id: Some("acme-twilio".into()),
+        provider_event_id: "e".into(),
+        call_id: call.into(),
+        contact_id: "c-1".into(),
+        launch_id: launch,
+        campaign_id: None,
+        source,
+        provider_status: status.into(),
+        outcome: CallOutcome::Unknown,
+        answered_by: None,
+        duration_seconds: Some(30),
+        sequence_number: Some(3),
+        provider_error: None,
+        reported_time_zone: None,
+        received_at: at(5_100),
+        analysis: None,
+    }
+    .encode()
+    .unwrap()
+}
+
+fn missing(id: Uuid) -> Vec<u8> {
+    CompletionMissing {
+        event_id: Uuid::new_v4(),
+        tenant_id: "acme".into(),
+        occurred_at: at(61_000),
+        causation_id: None,
+        correlation_id: None,
+        launch_id: id,
+        job_id: None,
+        contact_id: "c-1".into(),
+        campaign_id: None,
+        provider: "twilio".into(),
+        provider_call_id: "CA1".into(),
+        accepted_at: at(1_000),
+        deadline_at: at(61_000),
+        window_ms: 60_000,
+        grace_ms: 0,
+        trigger: MissingTrigger::WallClock,
+    }
+    .encode()
+    .unwrap()
+}
+
+fn resolved(id: Uuid, resolution: Resolution) -> Vec<u8> {
+    CompletionResolved {
+        event_id: Uuid::new_v4(),
+        tenant_id: "acme".into(),
+        occurred_at: at(64_000),
+        causation_id: None,
+        correlation_id: None,
+        launch_id: id,
+        contact_id: "c-1".into(),
+        provider_call_id: Some("CA1".into()),
+        missing_event_id: Uuid::new_v4(),
+        resolution,
+        completion_event_id: None,
+        outcome: Some(CallOutcome::Answered),
+        actor: Actor::system("recovery"),
+        late_by_ms: None,
+    }
+    .encode()
+    .unwrap()
+}
+
+#[test]
+fn a_completion_closes_its_launch_once_whatever_the_repeats() {
+    let id = Uuid::new_v4();
+    let mut t = Tally::default();
+    t.add(&launch(id, LaunchStatus::Accepted, Some("CA1")), false);
+    assert_eq!(t.open_launches(true), 1);
+    // Ringing is not a completion.
+    t.add(
+        &completion(Some(id), "CA1", "ringing", CallEventSource::Live),
+        false,
+    );
+    assert_eq!(t.open_launches(true), 1);
+    for _ in 0..2 {
+        t.add(
+            &completion(Some(id), "CA1", "completed", CallEventSource::Live),
+            false,
+        );
+    }
+    assert_eq!(t.open_launches(true), 0);
+    assert_eq!(t.delivered.len(), 1);
+    assert_eq!(t.accepted(), 1);
+}
+
+#[test]
+fn completions_without_a_launch_id_match_by_call_id() {
+    let id = Uuid::new_v4();
+    let mut t = Tally::default();
+    t.add(&launch(id, LaunchStatus::Accepted, Some("CA9")), false);
+    t.add(
+        &completion(None, "CA9", "busy", CallEventSource::Live),
+        false,
+    );
+    t.add(
+        &completion(None, "CA-unknown", "busy", CallEventSource::Live),
+        false,
+    );
+    assert_eq!(t.delivered[&id].0, "busy");
+    assert_eq!(t.unmatched_completions, 1);
+}
+
+#[test]
+fn a_missing_launch_stays_open_until_its_case_closes() {
+    let cases = [
+        (true, None, 1),
+        (false, None, 0),
+        (true, Some(Resolution::Recovered), 0),
+        (true, Some(Resolution::AdvancedNoAnswer), 0),
+    ];
+    for (recovery, resolution, open) in cases {
+        let id = Uuid::new_v4();
+        let mut t = Tally::default();
+        t.add(&launch(id, LaunchStatus::Accepted, Some("CA1")), false);
+        t.add(&missing(id), false);
+        if let Some(r) = resolution {
+            t.add(&resolved(id, r), false);
+        }
+        assert_eq!(t.open_launches(recovery), open, "{recovery} {resolution:?}");
+    }
+}
+
+#[test]
+fn an_ambiguous_launch_takes_its_settled_status_and_then_keeps_it() {
+    let id = Uuid::new_v4();
+    let mut t = Tally::default();
+    t.add(&launch(id, LaunchStatus::Ambiguous, None), false);
+    assert_eq!(t.accepted(), 0);
+    t.add(&launch(id, LaunchStatus::Accepted, Some("CA1")), false);
+    t.add(&launch(id, LaunchStatus::Failed, None), false);
+    assert_eq!(t.launches[&id].status, LaunchStatus::Accepted);
+    assert!(t.launches[&id].accepted_at_ms.is_some());
+}
+
+#[test]
+fn dead_letters_and_garbage_are_counted_not_decoded() {
+    let mut t = Tally::default();
+    t.add(b"not avro", false);
+    t.add(b"whatever", true);
+    assert_eq!((t.records, t.undecodable, t.dead_letters), (2, 1, 1));
+}
