@@ -192,7 +192,10 @@ impl Ctx {
             contact_id,
             launch_id: target.launch_id.clone(),
             campaign_id: target.campaign_id.clone(),
-            status: end.status.as_str(),
+            // The JSON format speaks callstream's outcome vocabulary, where
+            // Twilio's "completed" is ambiguous (person or machine?); only
+            // calls a person answered get an analysis.
+            status: "answered",
             occurred_at: AnalysisEvent::occurred(real_time(&self.call, end.at, self.b.time_scale)),
             duration_seconds: self.plan.duration_secs,
             answered_by: "human",

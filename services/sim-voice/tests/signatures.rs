@@ -130,7 +130,7 @@ async fn callbacks_and_analyses_verify_and_parse_with_the_gateway() {
     );
     let event: JsonCallEvent = serde_json::from_slice(&a.body).unwrap();
     assert_eq!(event.call_id.as_deref(), Some(sid.as_str()));
-    assert_eq!(event.status.as_deref(), Some("completed"));
+    assert_eq!(event.status.as_deref(), Some("answered"));
     let analysis = event.analysis.unwrap();
     let flags = [
         analysis.callback_requested,
