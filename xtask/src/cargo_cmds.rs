@@ -129,20 +129,38 @@ pub fn test(layout: &Layout, args: &[String]) -> Result<()> {
     Ok(())
 }
 
-/// The demo of this stage: the stack, its topics, and what runs.
-pub fn demo(layout: &Layout) -> Result<()> {
+/// The main job: the stack up, `callstream` built, then `callstream demo ARGS...`, which runs
+/// the whole pipeline on a simulated workload and ends with a summary. Fails when the demo
+/// does (a role that would not start, an error); a run that did not settle still prints its
+/// summary and fails its `settled` invariant.
+pub fn demo(layout: &Layout, args: &[String]) -> Result<()> {
     stack::up(layout)?;
+    // Builds `callstream` too (debug: the tests build the same binary).
     if create_topics(layout)? == Topics::BuildFailed {
         bail!("`callstream` does not build, so the demo cannot run");
     }
-    println!();
-    stack::status(layout);
+    let bin = callstream_bin(layout);
+    let mut cmd = Command::new(&bin);
+    cmd.arg("demo")
+        .args(args)
+        .envs(stack_env(layout))
+        .current_dir(&layout.repo);
+    // The demo's own log lines would interleave with its progress; the roles it starts
+    // log at info to their files (demo/demo.env) whatever this says.
+    if std::env::var_os("RUST_LOG").is_none() {
+        cmd.env("RUST_LOG", "warn");
+    }
     println!(
-        "\nTry the standard tools: java -cp '{}/*' org.apache.kafka.tools.TopicCommand \
-         --bootstrap-server {} --list",
-        layout.kafka_libs().display(),
-        layout::kafka_bootstrap()
+        "demo: running {} demo {}",
+        layout.show(&bin),
+        args.join(" ")
     );
+    let status = cmd
+        .status()
+        .with_context(|| format!("running {}", bin.display()))?;
+    if !status.success() {
+        bail!("`callstream demo` failed ({status})");
+    }
     Ok(())
 }
 

@@ -61,8 +61,16 @@ enum Cmd {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
-    /// The main job, as far as it exists: the stack up, the topics created, the state shown.
-    Demo,
+    /// The main job: the stack up, then `callstream demo`, the whole pipeline on a simulated
+    /// workload (simulators with faults, every processor as a process), ending in a summary.
+    ///
+    /// Extra arguments go to `callstream demo`: `cargo xtask demo --contacts 500`,
+    /// `cargo xtask demo --keep-running` (see `callstream demo --help`).
+    Demo {
+        /// Arguments for `callstream demo`.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// Bring the stack up and run one benchmark: `cargo run --release -p callstream-bench -- NAME`.
     Bench {
         /// Which benchmark to run.
@@ -92,7 +100,7 @@ fn main() -> ExitCode {
         }
         Cmd::Reset => stack::reset(&layout),
         Cmd::Test { args } => cargo_cmds::test(&layout, &args),
-        Cmd::Demo => cargo_cmds::demo(&layout),
+        Cmd::Demo { args } => cargo_cmds::demo(&layout, &args),
         Cmd::Bench { name, args } => cargo_cmds::bench(&layout, &name, &args),
     };
     match result {
@@ -131,6 +139,23 @@ mod tests {
         ];
         for (argv, expected) in cases {
             assert_eq!(test_args(argv), *expected, "{argv:?}");
+        }
+    }
+
+    #[test]
+    fn demo_arguments_reach_callstream_demo_verbatim() {
+        let cases: &[&[&str]] = &[
+            &[],
+            &["--contacts", "500"],
+            &["--keep-running", "--timeout", "5m"],
+        ];
+        for argv in cases {
+            let mut full = vec!["xtask", "demo"];
+            full.extend_from_slice(argv);
+            match Cli::try_parse_from(full).unwrap().command {
+                Cmd::Demo { args } => assert_eq!(args, *argv),
+                _ => panic!("not the demo command"),
+            }
         }
     }
 
