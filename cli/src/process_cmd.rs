@@ -126,6 +126,8 @@ pub enum ProcessCommand {
     CompletionDetector(ProcessArgs),
     /// The CRM dispatcher: CRM commands applied once each, within the CRM's limits.
     CrmDispatcher(ProcessArgs),
+    /// Recovery: each missing completion looked up at the voice platform and replayed.
+    Recovery(ProcessArgs),
 }
 
 /// Runs the chosen processor until SIGTERM.
@@ -185,6 +187,21 @@ pub async fn run(command: ProcessCommand) -> Result<()> {
             let effects = callstream_crm_dispatcher::effect_runner(&config)
                 .context("building the CRM client")?;
             let processor = callstream_crm_dispatcher::processor(&config);
+            host(processor, spec, &args, |runtime| {
+                runtime.effects = Some(effects)
+            })
+            .await
+        }
+        ProcessCommand::Recovery(args) => {
+            let config = callstream_recovery::RecoveryConfig::from_env()
+                .context("reading recovery's configuration")?;
+            let spec = callstream_recovery::spec(
+                &config.topics,
+                &app_id(&config.topics, callstream_recovery::APP_ID),
+            );
+            let effects = callstream_recovery::effect_runner(&config)
+                .context("building the voice platform client")?;
+            let processor = callstream_recovery::processor(config);
             host(processor, spec, &args, |runtime| {
                 runtime.effects = Some(effects)
             })

@@ -73,8 +73,10 @@ pub struct Tally {
     pub delivered: HashMap<Uuid, (String, i64)>,
     /// Launches completed by a recovered event: outcome and time.
     pub recovered_events: HashMap<Uuid, (String, i64)>,
-    /// Final live events naming no launch this run knows.
-    pub unmatched_completions: u64,
+    /// Final events naming no launch id whose call id no launch has
+    /// reported yet (a callback can beat the dispatcher's report): the
+    /// launch claims them when its report arrives.
+    pub unmatched: HashMap<String, (CallEventSource, String, i64)>,
 
     /// `completion-missing` by launch id: when it was emitted.
     pub missing: HashMap<Uuid, i64>,
@@ -241,6 +243,9 @@ impl Tally {
     fn call_launch(&mut self, l: CallLaunch) {
         if let Some(call) = &l.provider_call_id {
             self.call_ids.insert(call.clone(), l.launch_id);
+            if let Some((source, outcome, at)) = self.unmatched.remove(call) {
+                self.completed(l.launch_id, source, outcome, at);
+            }
         }
         let accepted_at_ms = (l.status == LaunchStatus::Accepted).then(|| ms(l.occurred_at));
         let entry = self.launches.entry(l.launch_id).or_insert(Launch {
@@ -260,25 +265,28 @@ impl Tally {
         let Some(outcome) = final_outcome(e) else {
             return;
         };
-        let launch = e
+        let (outcome, at) = (outcome.as_str().to_owned(), ms(e.received_at));
+        // The launch id comes from the signed callback URL; without one,
+        // the call id names the launch once the dispatcher has reported it.
+        match e
             .launch_id
-            .filter(|id| self.launches.contains_key(id))
-            .or_else(|| self.call_ids.get(&e.call_id).copied());
-        let Some(launch) = launch else {
-            if e.source == CallEventSource::Live {
-                self.unmatched_completions += 1;
-            }
-            return;
-        };
-        let value = (outcome.as_str().to_owned(), ms(e.received_at));
-        match e.source {
-            CallEventSource::Live => {
-                self.delivered.entry(launch).or_insert(value);
-            }
-            _ => {
-                self.recovered_events.entry(launch).or_insert(value);
+            .or_else(|| self.call_ids.get(&e.call_id).copied())
+        {
+            Some(launch) => self.completed(launch, e.source, outcome, at),
+            None => {
+                self.unmatched
+                    .entry(e.call_id.clone())
+                    .or_insert((e.source, outcome, at));
             }
         }
+    }
+
+    fn completed(&mut self, launch: Uuid, source: CallEventSource, outcome: String, at: i64) {
+        let map = match source {
+            CallEventSource::Live => &mut self.delivered,
+            _ => &mut self.recovered_events,
+        };
+        map.entry(launch).or_insert((outcome, at));
     }
 
     /// Accepted launches with no completion and no closed missing case yet.

@@ -133,20 +133,38 @@ fn a_completion_closes_its_launch_once_whatever_the_repeats() {
 }
 
 #[test]
-fn completions_without_a_launch_id_match_by_call_id() {
-    let id = Uuid::new_v4();
+fn completions_without_a_launch_id_match_by_call_id_in_either_order() {
+    let (first, second) = (Uuid::new_v4(), Uuid::new_v4());
     let mut t = Tally::default();
-    t.add(&launch(id, LaunchStatus::Accepted, Some("CA9")), false);
+    t.add(&launch(first, LaunchStatus::Accepted, Some("CA9")), false);
     t.add(
         &completion(None, "CA9", "busy", CallEventSource::Live),
         false,
     );
+    // The callback beats the dispatcher's report.
     t.add(
-        &completion(None, "CA-unknown", "busy", CallEventSource::Live),
+        &completion(None, "CA10", "no-answer", CallEventSource::Live),
         false,
     );
-    assert_eq!(t.delivered[&id].0, "busy");
-    assert_eq!(t.unmatched_completions, 1);
+    assert_eq!(t.unmatched.len(), 1);
+    t.add(&launch(second, LaunchStatus::Accepted, Some("CA10")), false);
+    assert_eq!(t.delivered[&first].0, "busy");
+    assert_eq!(t.delivered[&second].0, "no_answer");
+    assert!(t.unmatched.is_empty());
+    assert_eq!(t.open_launches(true), 0);
+}
+
+#[test]
+fn a_completion_before_its_launch_report_still_counts() {
+    let id = Uuid::new_v4();
+    let mut t = Tally::default();
+    t.add(
+        &completion(Some(id), "CA1", "completed", CallEventSource::Live),
+        false,
+    );
+    t.add(&launch(id, LaunchStatus::Accepted, Some("CA1")), false);
+    assert_eq!(t.open_launches(true), 0);
+    assert_eq!(t.delivered.len(), 1);
 }
 
 #[test]
