@@ -333,10 +333,12 @@ async fn drive(
             last_progress = Instant::now();
             if let Ok(t) = reader.tally.lock() {
                 let sent = report.as_ref().map_or(0, |r| r.accepted);
-                println!(
-                    "{}",
-                    render::progress(start.elapsed().as_secs(), &t, sent, pending.lag)
-                );
+                let mut line = render::progress(start.elapsed().as_secs(), &t, sent, pending.lag);
+                // A quiet pipeline that has not settled says what it waits for.
+                if pending.idle >= Duration::from_secs(10) {
+                    line.push_str(&format!(" | waiting for {}", pending.describe()));
+                }
+                println!("{line}");
             }
         }
         if pending.settled(QUIET) {
