@@ -5,6 +5,7 @@ mod demo;
 mod process_cmd;
 mod signals;
 mod topics_cmd;
+mod views_cmd;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
@@ -33,6 +34,13 @@ enum Command {
     Control(callstream_control::ControlCommand),
     /// The main job: the whole pipeline on a simulated workload, ending in a summary.
     Demo(Box<demo::DemoArgs>),
+    /// The Postgres views, exactly once (`rebuild` rebuilds them from offset 0).
+    Projections(views_cmd::ProjectionsArgs),
+    /// The operator API: the views over HTTP, actions as commands on Kafka.
+    OperatorApi,
+    /// Bearer tokens of the operator API.
+    #[command(subcommand)]
+    Tokens(views_cmd::TokensCommand),
     /// Serve provider webhooks and launch intake; 202 only once Kafka has the event.
     Gateway {
         /// A TOML file with integrations, tenants and secrets (else `CALLSTREAM_GATEWAY_CONFIG`).
@@ -76,6 +84,9 @@ async fn main() -> Result<()> {
             .await
             .context("control command failed"),
         Command::Demo(args) => demo::run(*args).await.context("the demo failed"),
+        Command::Projections(args) => views_cmd::projections(args).await,
+        Command::OperatorApi => views_cmd::operator_api().await,
+        Command::Tokens(command) => views_cmd::tokens(command).await,
         Command::Gateway { config } => {
             let config = match config {
                 Some(path) => callstream_gateway::GatewayConfig::load(Some(&path)),
