@@ -47,6 +47,8 @@ pub enum AdminError {
         topic: String,
         code: RDKafkaErrorCode,
     },
+    #[error("topic {topic} was created but is not in the cluster's metadata after {waited:?}")]
+    NotPropagated { topic: String, waited: Duration },
     #[error("Kafka admin request failed: {0}")]
     Kafka(#[from] KafkaError),
 }
@@ -86,7 +88,50 @@ pub fn partition_counts(
         .collect())
 }
 
-/// Creates the missing topics and reports differences on existing ones.
+/// How long `ensure_topics` waits for the topics it created to show up in metadata.
+const METADATA_PROPAGATION_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Waits until every topic of `specs` is in the cluster's metadata with all its partitions
+/// led. CreateTopics answers once the controller has the topic; the brokers learn of it a
+/// moment later, and a client started in between (a processor checking its inputs, a consumer
+/// assigning partitions) would see the topic missing.
+async fn await_leaders(
+    admin: &AdminClient<DefaultClientContext>,
+    servers: &str,
+    specs: &[&TopicSpec],
+) -> Result<(), AdminError> {
+    let deadline = tokio::time::Instant::now() + METADATA_PROPAGATION_TIMEOUT;
+    loop {
+        let metadata = admin
+            .inner()
+            .fetch_metadata(None, ADMIN_TIMEOUT)
+            .map_err(|source| AdminError::Unreachable {
+                servers: servers.to_string(),
+                source,
+            })?;
+        let ready = |spec: &&&TopicSpec| {
+            metadata.topics().iter().any(|t| {
+                t.name() == spec.name
+                    && t.error().is_none()
+                    && t.partitions().len() as i32 == spec.partitions
+                    && t.partitions().iter().all(|p| p.leader() >= 0)
+            })
+        };
+        let Some(waiting) = specs.iter().find(|spec| !ready(spec)) else {
+            return Ok(());
+        };
+        if tokio::time::Instant::now() >= deadline {
+            return Err(AdminError::NotPropagated {
+                topic: waiting.name.clone(),
+                waited: METADATA_PROPAGATION_TIMEOUT,
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Creates the missing topics (and waits until the cluster's metadata shows them led) and
+/// reports differences on existing ones.
 pub async fn ensure_topics(
     settings: &KafkaSettings,
     specs: &[TopicSpec],
@@ -142,6 +187,7 @@ async fn reconcile(
                 Err((topic, code)) => return Err(AdminError::CreateFailed { topic, code }),
             }
         }
+        await_leaders(&admin, &settings.bootstrap_servers, &missing).await?;
     }
 
     let present: Vec<&TopicSpec> = specs

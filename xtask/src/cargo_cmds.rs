@@ -164,8 +164,8 @@ pub fn demo(layout: &Layout, args: &[String]) -> Result<()> {
     Ok(())
 }
 
-/// `cargo run --release -p callstream-bench -- NAME ARGS...` against the stack.
-pub fn bench(layout: &Layout, name: &str, args: &[String]) -> Result<()> {
+/// The benchmarks there are: the binaries of the `callstream-bench` package.
+fn benchmarks(layout: &Layout) -> Result<Vec<String>> {
     let out = cargo()
         .args([
             "metadata",
@@ -178,17 +178,49 @@ pub fn bench(layout: &Layout, name: &str, args: &[String]) -> Result<()> {
         .stderr(Stdio::inherit())
         .output()
         .context("running cargo metadata")?;
-    let metadata = String::from_utf8_lossy(&out.stdout);
-    if !out.status.success() || !metadata.contains("\"name\":\"callstream-bench\"") {
+    if !out.status.success() {
+        bail!("`cargo metadata` failed ({})", out.status);
+    }
+    let metadata: serde_json::Value =
+        serde_json::from_slice(&out.stdout).context("reading cargo metadata's output")?;
+    let mut names: Vec<String> = metadata["packages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|p| p["name"] == "callstream-bench")
+        .flat_map(|p| p["targets"].as_array().cloned().unwrap_or_default())
+        .filter(|t| {
+            t["kind"]
+                .as_array()
+                .is_some_and(|k| k.iter().any(|k| k == "bin"))
+        })
+        .filter_map(|t| t["name"].as_str().map(str::to_string))
+        .collect();
+    names.sort();
+    Ok(names)
+}
+
+/// `cargo run --release -p callstream-bench --bin NAME -- ARGS...` against the stack.
+pub fn bench(layout: &Layout, name: &str, args: &[String]) -> Result<()> {
+    let known = benchmarks(layout)?;
+    if !known.iter().any(|k| k == name) {
         bail!(
-            "there is no `callstream-bench` package in this workspace yet, so there is no \
-             benchmark `{name}` to run"
+            "there is no benchmark `{name}`; there are: {}",
+            known.join(", ")
         );
     }
     stack::up(layout)?;
     let status = cargo()
-        .args(["run", "--release", "-p", "callstream-bench", "--"])
+        .args([
+            "run",
+            "--quiet",
+            "--release",
+            "-p",
+            "callstream-bench",
+            "--bin",
+        ])
         .arg(name)
+        .arg("--")
         .args(args)
         .envs(stack_env(layout))
         .current_dir(&layout.repo)

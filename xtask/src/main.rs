@@ -71,9 +71,13 @@ enum Cmd {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
-    /// Bring the stack up and run one benchmark: `cargo run --release -p callstream-bench -- NAME`.
+    /// Bring the stack up and run one benchmark (release build), which prints JSON lines:
+    /// `cargo run --release -p callstream-bench --bin NAME -- ARGS`.
+    ///
+    /// Benchmarks: runtime, gateway, scheduler, launch, detector, crm, projections.
+    /// `cargo xtask bench NAME --help` lists a benchmark's own options.
     Bench {
-        /// Which benchmark to run.
+        /// Which benchmark to run (a binary of bench/src/bin/).
         name: String,
         /// Further arguments for the benchmark.
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]

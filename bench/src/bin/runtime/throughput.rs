@@ -22,9 +22,9 @@ use callstream_platform::KafkaSettings;
 use rdkafka::consumer::BaseConsumer;
 use tracing::{info, warn};
 
-use crate::cpu::Usage;
-use crate::kafka::{committed_reader, create_topics, preload, TopicKind};
-use crate::runtime::instance::{Instance, Mode, Names};
+use crate::instance::{Instance, Mode, Names};
+use callstream_bench::cpu::Usage;
+use callstream_bench::kafka::{committed_reader, create_topics, preload, TopicKind};
 
 /// What one throughput measurement found.
 #[derive(Debug, Clone)]

@@ -1,4 +1,4 @@
-//! `callstream-bench runtime`: the processor runtime's numbers (issue 3), in
+//! `cargo xtask bench runtime`: the processor runtime's numbers (issue 3), in
 //! one run on fresh topics, with the runtime's `CountingProcessor` (one state
 //! write and one output per input):
 //!
@@ -24,10 +24,16 @@ use callstream_platform::KafkaSettings;
 use callstream_runtime::{CommitPolicy, Guarantee};
 use tracing::info;
 
-use crate::report::Report;
+use callstream_bench::report::Report;
+use clap::Parser;
 
 use self::instance::{Mode, Names};
 use self::throughput::{Load, Throughput, Until};
+
+fn main() -> Result<()> {
+    callstream_bench::init("runtime", &["callstream_runtime"]);
+    run(&Args::parse(), &mut Report::stdout("runtime"))
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Phase {
@@ -41,7 +47,10 @@ pub enum Phase {
     Latency,
 }
 
-#[derive(Debug, clap::Args)]
+/// The processor runtime: exactly-once and at-least-once throughput,
+/// end-to-end latency, restore rate.
+#[derive(Debug, Parser)]
+#[command(name = "runtime")]
 pub struct Args {
     /// Input records of each throughput run.
     #[arg(long, default_value_t = 4_000_000)]
@@ -95,7 +104,7 @@ pub fn run(args: &Args, report: &mut Report) -> Result<()> {
     if args.keep_topics {
         info!(topics = ?made, "keeping the benchmark topics");
     } else {
-        crate::kafka::delete_topics(&settings, &made);
+        callstream_bench::kafka::delete_topics(&settings, &made);
     }
     result
 }

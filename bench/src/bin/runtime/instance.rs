@@ -13,7 +13,7 @@ use callstream_runtime::{
     CommitPolicy, Guarantee, ProcessorSpec, RuntimeConfig, RuntimeError, RuntimeMetrics,
 };
 
-use crate::kafka::unique_name;
+use callstream_bench::kafka::unique_name;
 
 /// Fresh names for one measurement: nothing an earlier run left matters.
 #[derive(Debug, Clone)]

@@ -16,8 +16,8 @@ use anyhow::{bail, Result};
 use callstream_platform::KafkaSettings;
 use tracing::info;
 
-use crate::kafka::{create_topics, preload, TopicKind};
-use crate::runtime::instance::{sample, Instance, Mode, Names};
+use crate::instance::{sample, Instance, Mode, Names};
+use callstream_bench::kafka::{create_topics, preload, TopicKind};
 
 #[derive(Debug, Clone, Copy)]
 pub struct Restore {

@@ -22,9 +22,9 @@ use rdkafka::message::Message;
 use rdkafka::producer::{BaseRecord, DefaultProducerContext, ThreadedProducer};
 use tracing::{info, warn};
 
-use crate::kafka::{committed_reader, create_topics, now_micros, TopicKind};
-use crate::report::Summary;
-use crate::runtime::instance::{Instance, Mode, Names};
+use crate::instance::{Instance, Mode, Names};
+use callstream_bench::kafka::{committed_reader, create_topics, now_micros, TopicKind};
+use callstream_bench::report::Summary;
 
 /// The load to measure under.
 #[derive(Debug, Clone, Copy)]
