@@ -21,6 +21,16 @@ pub mod header {
     pub const DLQ_SOURCE: &str = "dlq-source";
     /// Which processor dead-lettered it.
     pub const DLQ_APP: &str = "dlq-app";
+    /// What the processor failed on: `record`, `timer` or `effect`.
+    pub const DLQ_KIND: &str = "dlq-kind";
+    /// A failed timer's name.
+    pub const DLQ_TIMER_NAME: &str = "dlq-timer-name";
+    /// A failed timer's domain: `wall-clock` or `event-time`.
+    pub const DLQ_TIMER_DOMAIN: &str = "dlq-timer-domain";
+    /// When a failed timer was due, in ms since the epoch (decimal).
+    pub const DLQ_TIMER_DUE_MS: &str = "dlq-timer-due-ms";
+    /// A failed effect result's operation id.
+    pub const DLQ_EFFECT_ID: &str = "dlq-effect-id";
 }
 
 /// Record headers, in order; names may repeat, as in Kafka.
@@ -162,9 +172,9 @@ pub struct Timer {
     pub payload: Vec<u8>,
 }
 
-/// Why a processor could not handle a record. Either way the record is
-/// dead-lettered with the reason and processing goes on: nothing is dropped
-/// silently, and one bad record does not stop a partition.
+/// Why a processor could not handle a record, timer or effect result.
+/// Either way it is dead-lettered with the reason and processing goes on:
+/// nothing is dropped silently, and one bad input does not stop a partition.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ProcessError {
     /// The bytes are not a value of the expected type.

@@ -5,8 +5,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::api::{header, Headers, Output, Processor, Record};
+use crate::api::{Headers, Output, Processor, Record};
 use crate::clock::{Clock, ManualClock};
+use crate::dead_letter::{dead_letter, Cause};
 use crate::effects::{EffectRequest, EffectResult};
 use crate::globals::Globals;
 use crate::partitioner::partition_for_key;
@@ -121,14 +122,15 @@ impl<P: Processor> TestDriver<P> {
             .tasks
             .entry(partition)
             .or_insert_with(|| Task::new(partition, user_stores));
-        let result = task.complete_effect(
-            &mut self.processor,
-            &self.globals,
-            &stores,
-            &EffectResult { request, payload },
-            now,
+        let result = EffectResult { request, payload };
+        let step = task.complete_effect(&mut self.processor, &self.globals, &stores, &result, now);
+        self.collect(
+            step,
+            &Cause::Effect {
+                result: &result,
+                now_ms: now,
+            },
         );
-        self.collect(result, None);
         self.fire_due(partition);
         self.commit();
     }
@@ -174,7 +176,7 @@ impl<P: Processor> TestDriver<P> {
             .entry(partition)
             .or_insert_with(|| Task::new(partition, user_stores));
         let result = task.process(&mut self.processor, &self.globals, &stores, &record, now);
-        self.collect(result, Some(&record));
+        self.collect(result, &Cause::Record(&record));
         self.fire_due(partition);
         self.commit();
     }
@@ -201,29 +203,27 @@ impl<P: Processor> TestDriver<P> {
                 return;
             };
             let result = task.fire(&mut self.processor, &self.globals, &stores, &timer, now);
-            self.collect(result, None);
+            let cause = Cause::Timer {
+                timer: &timer,
+                partition,
+                now_ms: now,
+            };
+            self.collect(result, &cause);
         }
     }
 
-    fn collect(&mut self, result: StepResult, cause: Option<&Record>) {
+    /// Keeps what a step produced; a failed step (record, timer or effect
+    /// result) leaves its dead letter instead, built as the Kafka engine builds it.
+    fn collect(&mut self, result: StepResult, cause: &Cause<'_>) {
         if let Some(error) = result.error {
-            if let Some(record) = cause {
-                let mut headers = record.headers.clone();
-                headers.insert(header::DLQ_REASON, error.to_string());
-                headers.insert(
-                    header::DLQ_SOURCE,
-                    format!("{}/{}/{}", record.topic, record.partition, record.offset),
-                );
-                headers.insert(header::DLQ_APP, self.spec.app_id.clone());
-                self.produced.push(Produced {
-                    topic: self.spec.dead_letter_topic.clone(),
-                    partition: record.partition,
-                    key: record.key.clone(),
-                    value: record.value.clone(),
-                    headers,
-                    timestamp_ms: record.timestamp_ms,
-                });
-            }
+            let letter = dead_letter(
+                &self.spec.app_id,
+                &self.spec.dead_letter_topic,
+                cause,
+                &error.to_string(),
+            );
+            let placed = self.place(letter);
+            self.produced.push(placed);
         }
         for output in result.outputs {
             self.produced.push(self.place(output));
@@ -284,7 +284,7 @@ impl<P: Processor> TestDriver<P> {
         taken
     }
 
-    /// Records sent to the dead-letter topic.
+    /// Dead letters: refused records, failed timers and failed effect results.
     pub fn dead_letters(&self) -> Vec<&Produced> {
         self.outputs(&self.spec.dead_letter_topic)
     }

@@ -12,6 +12,7 @@ pub mod api;
 pub mod clock;
 pub mod commit;
 pub mod context;
+mod dead_letter;
 pub mod driver;
 pub mod effects;
 pub mod error;

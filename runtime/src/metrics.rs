@@ -14,12 +14,20 @@ pub struct PartitionLabels {
     pub partition: i32,
 }
 
+/// Which processor handler failed (`process`, `on_timer`, `on_effect`).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct HandlerLabels {
+    pub handler: &'static str,
+}
+
 #[derive(Debug)]
 pub struct RuntimeMetrics {
     pub registry: Registry,
     pub records_in: Counter,
     pub records_out: Counter,
     pub dead_letters: Counter,
+    /// Processor errors by handler; each one is also a dead letter.
+    pub handler_failures: Family<HandlerLabels, Counter>,
     pub commits: Counter,
     pub aborts: Counter,
     pub commit_latency_seconds: Histogram,
@@ -40,6 +48,7 @@ impl RuntimeMetrics {
             records_in: Counter::default(),
             records_out: Counter::default(),
             dead_letters: Counter::default(),
+            handler_failures: Family::default(),
             commits: Counter::default(),
             aborts: Counter::default(),
             commit_latency_seconds: Histogram::new(exponential_buckets(0.001, 2.0, 14)),
@@ -64,6 +73,11 @@ impl RuntimeMetrics {
             "dead_letters",
             "Records sent to the dead-letter topic",
             metrics.dead_letters.clone(),
+        );
+        registry.register(
+            "handler_failures",
+            "Processor errors (records, timers, effect results), each dead-lettered",
+            metrics.handler_failures.clone(),
         );
         registry.register("commits", "Transactions committed", metrics.commits.clone());
         registry.register("aborts", "Transactions aborted", metrics.aborts.clone());
@@ -93,6 +107,15 @@ impl RuntimeMetrics {
             "Records behind the end of each input partition",
             metrics.consumer_lag.clone(),
         );
+        // Every handler's series exists from the start at 0, so a rate over
+        // it works before the first failure.
+        for handler in ["process", "on_timer", "on_effect"] {
+            drop(
+                metrics
+                    .handler_failures
+                    .get_or_create(&HandlerLabels { handler }),
+            );
+        }
         Self {
             registry,
             ..metrics
@@ -138,6 +161,7 @@ mod tests {
             "open_timers",
             "dead_letters",
             "records_out",
+            "handler_failures",
         ] {
             assert!(
                 text.contains(&format!("callstream_runtime_{name}")),

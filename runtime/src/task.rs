@@ -6,6 +6,7 @@ use crate::api::{
     Headers, Output, ProcessError, Processor, Record, TimeDomain, Timer, TimerHandle,
 };
 use crate::context::{inherit_headers, Context, Effects};
+use crate::dead_letter::timer_timestamp;
 use crate::effects::{EffectRequest, EffectResult};
 use crate::globals::Globals;
 use crate::store::{Change, Stores};
@@ -17,7 +18,8 @@ pub(crate) struct StepResult {
     pub outputs: Vec<Output>,
     pub effects: Vec<EffectRequest>,
     pub commit_requested: bool,
-    /// Set when the processor refused the input; its effects were dropped.
+    /// Set when the processor refused the input; its effects were dropped
+    /// and the caller dead-letters the input.
     pub error: Option<ProcessError>,
 }
 
@@ -223,7 +225,8 @@ impl Task {
 
     /// Fires one due timer: it is removed first, so a processor that wants
     /// it again sets it again. If the processor fails, the timer is still
-    /// removed (and the failure reported), so a broken timer cannot spin.
+    /// removed (and the failure returned, for the caller to dead-letter the
+    /// timer), so a broken timer cannot spin.
     pub fn fire<P: Processor + ?Sized>(
         &mut self,
         processor: &mut P,
@@ -232,10 +235,7 @@ impl Task {
         timer: &Timer,
         wall_clock_ms: i64,
     ) -> StepResult {
-        let timestamp_ms = match timer.handle.domain {
-            TimeDomain::EventTime => timer.due_ms,
-            TimeDomain::WallClock => wall_clock_ms,
-        };
+        let timestamp_ms = timer_timestamp(timer, wall_clock_ms);
         let mut ctx = Context::new(self, globals, store_names, wall_clock_ms, timestamp_ms);
         ctx.cancel_timer(&timer.handle);
         let result = processor.on_timer(&mut ctx, timer);

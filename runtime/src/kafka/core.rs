@@ -18,12 +18,14 @@ use rdkafka::producer::{BaseRecord, Producer, ThreadedProducer};
 use rdkafka::{Offset, TopicPartitionList};
 use tracing::{debug, error, info, warn};
 
-use crate::api::{header, Headers, Output, Processor, Record};
+use crate::api::{Headers, Output, Processor, Record};
 use crate::commit::OffsetTracker;
+use crate::dead_letter::{dead_letter, Cause};
 use crate::effects::{EffectRequest, EffectResult};
 use crate::error::RuntimeError;
 use crate::globals::Globals;
 use crate::kafka::{Guarantee, RuntimeConfig};
+use crate::metrics::HandlerLabels;
 use crate::spec::ProcessorSpec;
 use crate::task::{StepResult, Task};
 
@@ -256,7 +258,7 @@ impl Core {
         self.offsets
             .handled(&record.topic, partition, record.offset);
         self.txn_records += 1;
-        self.emit(result, Some(&record));
+        self.emit(result, &Cause::Record(&record));
     }
 
     /// Fires due timers (either domain) inside the open transaction.
@@ -281,7 +283,12 @@ impl Core {
                 };
                 let result = task.fire(processor, &self.globals, &stores, &timer, now_ms);
                 fired += 1;
-                self.emit(result, None);
+                let cause = Cause::Timer {
+                    timer: &timer,
+                    partition,
+                    now_ms,
+                };
+                self.emit(result, &cause);
             }
         }
         if fired > 0 {
@@ -311,7 +318,11 @@ impl Core {
             return;
         };
         let step = task.complete_effect(processor, &self.globals, &stores, &result, now_ms);
-        self.emit(step, None);
+        let cause = Cause::Effect {
+            result: &result,
+            now_ms,
+        };
+        self.emit(step, &cause);
     }
 
     /// Effects whose transaction has committed.
@@ -324,23 +335,33 @@ impl Core {
         self.config.metrics.open_timers.set(open as i64);
     }
 
-    fn emit(&mut self, result: StepResult, cause: Option<&Record>) {
+    /// Sends what one step produced into the open transaction. A step that
+    /// failed (a record, timer or effect result the processor refused) sends
+    /// its dead letter instead, in the same transaction: it commits exactly
+    /// when the offset or timer removal that goes with it does.
+    fn emit(&mut self, result: StepResult, cause: &Cause<'_>) {
         if result.commit_requested {
             self.commit_requested = true;
         }
         if let Some(error) = &result.error {
-            match cause {
-                Some(record) => {
-                    warn!(app = %self.spec.app_id, topic = %record.topic, partition = record.partition,
-                        offset = record.offset, %error, "record dead-lettered");
-                    let dead_letter = self.dead_letter(record, &error.to_string());
-                    self.send(&dead_letter);
-                    self.config.metrics.dead_letters.inc();
-                }
-                None => {
-                    warn!(app = %self.spec.app_id, %error, "timer handler failed; timer dropped")
-                }
-            }
+            let source = cause.source();
+            warn!(app = %self.spec.app_id, handler = cause.handler(), %source, %error,
+                "processor failed; dead-lettered");
+            let letter = dead_letter(
+                &self.spec.app_id,
+                &self.spec.dead_letter_topic,
+                cause,
+                &error.to_string(),
+            );
+            self.send(&letter);
+            self.config.metrics.dead_letters.inc();
+            self.config
+                .metrics
+                .handler_failures
+                .get_or_create(&HandlerLabels {
+                    handler: cause.handler(),
+                })
+                .inc();
         }
         for output in &result.outputs {
             self.send(output);
@@ -350,24 +371,6 @@ impl Core {
             .metrics
             .records_out
             .inc_by(result.outputs.len() as u64);
-    }
-
-    fn dead_letter(&self, record: &Record, reason: &str) -> Output {
-        let mut headers = record.headers.clone();
-        headers.insert(header::DLQ_REASON, reason);
-        headers.insert(
-            header::DLQ_SOURCE,
-            format!("{}/{}/{}", record.topic, record.partition, record.offset),
-        );
-        headers.insert(header::DLQ_APP, self.spec.app_id.clone());
-        Output {
-            topic: self.spec.dead_letter_topic.clone(),
-            partition: None,
-            key: record.key.clone(),
-            value: record.value.clone(),
-            headers,
-            timestamp_ms: Some(record.timestamp_ms),
-        }
     }
 
     fn send(&mut self, output: &Output) {

@@ -14,9 +14,10 @@ use std::time::{Duration, Instant};
 
 use callstream_platform::KafkaSettings;
 use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::KafkaError;
 use rdkafka::message::{Headers as _, Message};
 use rdkafka::producer::{Producer, ThreadedProducer};
-use tracing::{info, warn};
+use tracing::{error, info, warn};
 
 use crate::api::{Headers, Processor, Record};
 use crate::clock::{Clock, SystemClock};
@@ -259,7 +260,16 @@ pub fn run<P: Processor>(
     };
 
     let result = event_loop(&mut processor, &parts);
-    let finish = lock(&core).commit(&consumer);
+    let finish = match result {
+        Ok(()) => lock(&core).commit(&consumer),
+        // After a fatal error (fenced, most likely) nothing may commit: the
+        // successor owns these partitions now. Abort what is open, if the
+        // producer still can, and report the error.
+        Err(_) => {
+            lock(&core).abort();
+            Ok(())
+        }
+    };
     consumer.unsubscribe();
     drop(consumer);
     info!(app = %spec.app_id, "processor stopped");
@@ -324,6 +334,16 @@ fn event_loop<P: Processor>(processor: &mut P, parts: &LoopParts<'_>) -> Result<
         for _ in 0..MAX_BATCH {
             match consumer.poll(wait) {
                 None => break,
+                // A fatal consumer error (a static member fenced by another
+                // instance with our group.instance.id) never clears: polling on
+                // would spin forever. Exit for the supervisor to restart us.
+                Some(Err(error @ KafkaError::MessageConsumptionFatal(_))) => {
+                    error!(app = app_id, %error, "fatal consumer error; the process must restart");
+                    return Err(RuntimeError::Fatal {
+                        app: app_id.to_string(),
+                        source: error,
+                    });
+                }
                 Some(Err(error)) => {
                     warn!(%error, "consumer error");
                     break;
