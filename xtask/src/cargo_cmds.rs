@@ -4,17 +4,14 @@
 //! Every one brings the stack up first (a no-op when it runs) and hands the stack's addresses
 //! to what it runs through the environment, so tests and tools never hard-code them.
 
-use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 use anyhow::{bail, Context, Result};
 
 use crate::layout::{self, Layout};
 use crate::stack;
-use crate::summary::Tally;
 
-fn cargo() -> Command {
+pub fn cargo() -> Command {
     Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
 }
 
@@ -28,10 +25,6 @@ pub fn stack_env(layout: &Layout) -> Vec<(&'static str, String)> {
             layout.kafka_libs().display().to_string(),
         ),
     ]
-}
-
-fn callstream_bin(layout: &Layout) -> PathBuf {
-    layout.target_dir().join("debug").join("callstream")
 }
 
 /// How creating the topics went, when it did not fail outright.
@@ -58,7 +51,12 @@ pub fn create_topics(layout: &Layout) -> Result<Topics> {
         );
         return Ok(Topics::BuildFailed);
     }
-    let bin = callstream_bin(layout);
+    run_topics_create(layout)
+}
+
+/// Runs `callstream topics create` against the stack with the binary already built.
+pub fn run_topics_create(layout: &Layout) -> Result<Topics> {
+    let bin = layout.callstream_bin();
     let supported = Command::new(&bin)
         .args(["topics", "create", "--help"])
         .stdout(Stdio::null())
@@ -85,50 +83,6 @@ pub fn create_topics(layout: &Layout) -> Result<Topics> {
     Ok(Topics::Created)
 }
 
-/// `cargo test` over the workspace (or what `args` select), streamed through, with a final
-/// `N passed, N failed` line. Fails when cargo or any test fails.
-pub fn test(layout: &Layout, args: &[String]) -> Result<()> {
-    stack::up(layout)?;
-    // A broken build is not fatal here: cargo test reports it, and the summary still prints.
-    create_topics(layout)?;
-
-    let mut cmd = cargo();
-    cmd.arg("test");
-    let selects_packages = args.iter().any(|a| {
-        a.starts_with("-p") || a.starts_with("--package") || a == "--workspace" || a == "--all"
-    });
-    if !selects_packages {
-        cmd.arg("--workspace");
-    }
-    if !args.iter().any(|a| a == "--no-fail-fast") {
-        // Run every test binary even after a failure, so the summary covers the whole run.
-        cmd.arg("--no-fail-fast");
-    }
-    cmd.args(args)
-        .envs(stack_env(layout))
-        .current_dir(&layout.repo)
-        .stdout(Stdio::piped());
-    println!("test: running {cmd:?}");
-    let mut child = cmd.spawn().context("starting cargo test")?;
-    let mut tally = Tally::default();
-    if let Some(stdout) = child.stdout.take() {
-        for line in BufReader::new(stdout).lines() {
-            let line = line.context("reading cargo test's output")?;
-            println!("{line}");
-            tally.add_line(&line);
-        }
-    }
-    let status = child.wait()?;
-    if !status.success() && tally.failed == 0 {
-        println!("test: cargo test failed ({status}) outside the tests (a build error?)");
-    }
-    println!("{} passed, {} failed", tally.passed, tally.failed);
-    if !status.success() || tally.failed > 0 {
-        bail!("tests failed");
-    }
-    Ok(())
-}
-
 /// The main job: the stack up, `callstream` built, then `callstream demo ARGS...`, which runs
 /// the whole pipeline on a simulated workload and ends with a summary. Fails when the demo
 /// does (a role that would not start, an error); a run that did not settle still prints its
@@ -139,7 +93,7 @@ pub fn demo(layout: &Layout, args: &[String]) -> Result<()> {
     if create_topics(layout)? == Topics::BuildFailed {
         bail!("`callstream` does not build, so the demo cannot run");
     }
-    let bin = callstream_bin(layout);
+    let bin = layout.callstream_bin();
     let mut cmd = Command::new(&bin);
     cmd.arg("demo")
         .args(args)

@@ -105,6 +105,11 @@ impl Layout {
     }
 
     /// A path relative to the repository, for messages that stay readable.
+    /// The debug `callstream` binary (the test build makes it too, through the cli's tests).
+    pub fn callstream_bin(&self) -> PathBuf {
+        self.target_dir().join("debug").join("callstream")
+    }
+
     pub fn show(&self, path: &Path) -> String {
         path.strip_prefix(&self.repo)
             .unwrap_or(path)

@@ -11,6 +11,8 @@ mod postgres;
 mod procs;
 mod stack;
 mod summary;
+mod test_plan;
+mod test_runner;
 
 use std::process::ExitCode;
 
@@ -51,11 +53,16 @@ enum Cmd {
     /// Stop the stack and delete its data (Kafka logs, the Postgres cluster); the fetched jars
     /// stay, so the next `up` starts from empty storage without downloading.
     Reset,
-    /// Bring the stack up, create the topics, run `cargo test --workspace` against it, and end
-    /// with `N passed, N failed`. Exits non-zero when anything fails.
+    /// Bring the stack up, build every test of the workspace once, run the test binaries
+    /// against the stack several at a time, and end with `N passed, N failed`. Exits non-zero
+    /// when anything fails.
     ///
-    /// Extra arguments go to `cargo test`: `cargo xtask test -p callstream-e2e -- --nocapture`.
-    /// Tests get KAFKA_BOOTSTRAP_SERVERS, DATABASE_URL and CALLSTREAM_KAFKA_LIBS.
+    /// Arguments before `--` go to `cargo test --no-run` (`-p callstream-e2e`, `--test demo`),
+    /// after it to every test binary (`-- --nocapture`, a name filter). Ours: `--test-jobs N`
+    /// (binaries at once, default 4) and `--no-exclusive` (skip the tests that stop a server of
+    /// the stack, which otherwise run alone at the end of a whole-workspace run). Each binary's
+    /// output is kept in .stack/test-logs/ and printed when it fails. Tests get
+    /// KAFKA_BOOTSTRAP_SERVERS, DATABASE_URL and CALLSTREAM_KAFKA_LIBS.
     Test {
         /// Arguments for `cargo test` (a `-p` replaces the default `--workspace`).
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
@@ -103,7 +110,7 @@ fn main() -> ExitCode {
             Ok(())
         }
         Cmd::Reset => stack::reset(&layout),
-        Cmd::Test { args } => cargo_cmds::test(&layout, &args),
+        Cmd::Test { args } => test_runner::test(&layout, &args),
         Cmd::Demo { args } => cargo_cmds::demo(&layout, &args),
         Cmd::Bench { name, args } => cargo_cmds::bench(&layout, &name, &args),
     };

@@ -1,0 +1,348 @@
+//! `cargo xtask test`: one build, then every test binary of the workspace against the one
+//! stack, several binaries at a time.
+//!
+//! `cargo test` runs its binaries one after another, so a suite of integration tests that
+//! mostly wait on Kafka commits takes the sum of their times. Here the binaries cargo built
+//! run in a pool (longest first, by the last run's times), each in its package's directory
+//! with the stack's addresses, its output kept in `.stack/test-logs/` and shown in full only
+//! when it fails. Tests never share topics or databases (each makes its own names), so they
+//! can run side by side; the few that stop a server of the stack run alone at the end.
+//!
+//! The run ends with `N passed, N failed` and fails when a build, a binary or a test does.
+
+use std::collections::VecDeque;
+use std::fs::{self, File};
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+
+use crate::cargo_cmds::{cargo, run_topics_create, stack_env};
+use crate::layout::Layout;
+use crate::stack;
+use crate::summary::Tally;
+use crate::test_plan::{self, TestArgs, TestBinary, EXCLUSIVE};
+
+/// A test binary that runs longer than this is killed and counted as failed.
+const BINARY_TIMEOUT: Duration = Duration::from_secs(20 * 60);
+
+/// One thing the pool runs.
+struct Job {
+    label: String,
+    command: Command,
+}
+
+/// How one job ended.
+struct Outcome {
+    label: String,
+    status: Result<ExitStatus, String>,
+    seconds: f64,
+    output: String,
+}
+
+impl Outcome {
+    fn ok(&self) -> bool {
+        matches!(&self.status, Ok(s) if s.success())
+    }
+}
+
+pub fn test(layout: &Layout, args: &[String]) -> Result<()> {
+    let args = TestArgs::parse(args).map_err(|e| anyhow!(e))?;
+    let started = Instant::now();
+    stack::up(layout)?;
+    let binaries = build(layout, &args)?;
+    println!(
+        "test: built {} test binaries in {:.0}s",
+        binaries.len(),
+        started.elapsed().as_secs_f64()
+    );
+    // The tests make their own topics; these are the ones `callstream` itself uses, for
+    // tests that run it as it would run in production (the demo).
+    if layout.callstream_bin().is_file() {
+        if let Err(e) = run_topics_create(layout) {
+            println!("topics: warning: {e:#}");
+        }
+    }
+
+    let durations_file = layout.stack.join("test-durations.tsv");
+    let mut durations =
+        test_plan::parse_durations(&fs::read_to_string(&durations_file).unwrap_or_default());
+    let mut jobs: Vec<Job> = test_plan::schedule(binaries.clone(), &durations)
+        .into_iter()
+        .map(|b| binary_job(layout, &b, &args.binary, &[]))
+        .collect();
+    if let Some(doc) = doc_job(layout, &args) {
+        jobs.insert(0, doc);
+    }
+    let logs = layout.stack.join("test-logs");
+    fs::create_dir_all(&logs).with_context(|| format!("creating {}", logs.display()))?;
+    println!(
+        "test: running {} jobs, {} at a time (logs in {})",
+        jobs.len(),
+        args.jobs,
+        layout.show(&logs)
+    );
+    let mut outcomes = run_pool(jobs, args.jobs, &logs);
+
+    if args.exclusive {
+        let alone: Vec<Job> = EXCLUSIVE
+            .iter()
+            .filter_map(|x| {
+                let binary = binaries
+                    .iter()
+                    .find(|b| b.package == x.package && b.kind == "test" && b.target == x.target)?;
+                let mut extra = vec!["--ignored".to_string(), "--exact".to_string()];
+                extra.push(x.test.to_string());
+                Some(binary_job(layout, binary, &args.binary, &extra))
+            })
+            .collect();
+        if !alone.is_empty() {
+            println!(
+                "test: running {} tests that stop a server of the stack, one at a time",
+                alone.len()
+            );
+            outcomes.extend(run_pool(alone, 1, &logs));
+        }
+    }
+
+    for o in &outcomes {
+        durations.insert(o.label.clone(), o.seconds);
+    }
+    // Timings only steer the next run's order; failing to keep them changes nothing else.
+    let _ = fs::write(&durations_file, test_plan::format_durations(&durations));
+    report(&outcomes, started.elapsed())
+}
+
+/// `cargo test --no-run`, reading the test executables from cargo's JSON messages while its
+/// diagnostics and progress go to the terminal.
+fn build(layout: &Layout, args: &TestArgs) -> Result<Vec<TestBinary>> {
+    let mut cmd = cargo();
+    cmd.args([
+        "test",
+        "--no-run",
+        "--message-format=json-render-diagnostics",
+    ]);
+    if !args.selects_packages() {
+        cmd.arg("--workspace");
+    }
+    cmd.args(&args.cargo)
+        .current_dir(&layout.repo)
+        .stdout(Stdio::piped());
+    println!("test: building with {cmd:?}");
+    let mut child = cmd.spawn().context("starting cargo test --no-run")?;
+    let mut binaries = Vec::new();
+    if let Some(stdout) = child.stdout.take() {
+        for line in BufReader::new(stdout).lines() {
+            let line = line.context("reading cargo's messages")?;
+            binaries.extend(test_plan::parse_artifact(&line));
+        }
+    }
+    let status = child.wait()?;
+    if !status.success() {
+        println!("0 passed, 0 failed");
+        bail!("the tests do not build ({status}); cargo printed why above");
+    }
+    Ok(binaries)
+}
+
+fn binary_job(layout: &Layout, binary: &TestBinary, args: &[String], extra: &[String]) -> Job {
+    let mut command = Command::new(&binary.executable);
+    command
+        .args(extra)
+        .args(args)
+        .current_dir(&binary.manifest_dir)
+        .envs(stack_env(layout))
+        // What cargo test sets for a test binary at run time.
+        .env("CARGO_MANIFEST_DIR", &binary.manifest_dir)
+        .env("CARGO_PKG_NAME", &binary.package);
+    let label = if extra.is_empty() {
+        binary.label()
+    } else {
+        format!("{} {}", binary.label(), extra.join(" "))
+    };
+    Job { label, command }
+}
+
+/// Doc tests, which cargo compiles when it runs them: one job, unless the arguments select
+/// other targets only.
+fn doc_job(layout: &Layout, args: &TestArgs) -> Option<Job> {
+    let target_flags = [
+        "--lib",
+        "--bin",
+        "--bins",
+        "--test",
+        "--tests",
+        "--example",
+        "--examples",
+        "--bench",
+        "--benches",
+        "--all-targets",
+        "--doc",
+    ];
+    if args.cargo.iter().any(|a| {
+        target_flags
+            .iter()
+            .any(|f| a == f || a.starts_with(&format!("{f}=")))
+    }) {
+        return None;
+    }
+    let mut command = cargo();
+    command.args(["test", "--doc", "--quiet"]);
+    if !args.selects_packages() {
+        command.arg("--workspace");
+    }
+    command
+        .args(&args.cargo)
+        .arg("--")
+        .args(&args.binary)
+        .current_dir(&layout.repo)
+        .envs(stack_env(layout));
+    Some(Job {
+        label: "doc tests".to_string(),
+        command,
+    })
+}
+
+/// Runs the jobs, `width` at a time, printing a line as each ends (and its whole output when
+/// it failed).
+fn run_pool(jobs: Vec<Job>, width: usize, logs: &Path) -> Vec<Outcome> {
+    let total = jobs.len();
+    let queue = Arc::new(Mutex::new(jobs.into_iter().collect::<VecDeque<_>>()));
+    let done = Arc::new(Mutex::new(Vec::with_capacity(total)));
+    let workers: Vec<_> = (0..width.min(total.max(1)))
+        .map(|_| {
+            let (queue, done, logs) = (queue.clone(), done.clone(), logs.to_path_buf());
+            thread::spawn(move || loop {
+                let Some(job) = queue.lock().ok().and_then(|mut q| q.pop_front()) else {
+                    return;
+                };
+                let outcome = run_job(job, &logs);
+                let Ok(mut done) = done.lock() else { return };
+                done.push(outcome);
+                print_outcome(done.len(), total, &done[done.len() - 1]);
+            })
+        })
+        .collect();
+    for worker in workers {
+        let _ = worker.join();
+    }
+    Arc::try_unwrap(done)
+        .ok()
+        .and_then(|m| m.into_inner().ok())
+        .unwrap_or_default()
+}
+
+fn run_job(mut job: Job, logs: &Path) -> Outcome {
+    let started = Instant::now();
+    let log = logs.join(format!("{}.log", file_name(&job.label)));
+    let status = spawn_logged(&mut job.command, &log).and_then(wait_bounded);
+    Outcome {
+        label: job.label,
+        status,
+        seconds: started.elapsed().as_secs_f64(),
+        output: fs::read_to_string(&log).unwrap_or_default(),
+    }
+}
+
+fn spawn_logged(command: &mut Command, log: &Path) -> Result<Child, String> {
+    let file = File::create(log).map_err(|e| format!("creating {}: {e}", log.display()))?;
+    let err = file.try_clone().map_err(|e| e.to_string())?;
+    command
+        .stdin(Stdio::null())
+        .stdout(file)
+        .stderr(err)
+        .spawn()
+        .map_err(|e| format!("starting {:?}: {e}", command.get_program()))
+}
+
+fn wait_bounded(mut child: Child) -> Result<ExitStatus, String> {
+    let deadline = Instant::now() + BINARY_TIMEOUT;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return Ok(status),
+            Ok(None) if Instant::now() >= deadline => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("killed after {BINARY_TIMEOUT:?}"));
+            }
+            Ok(None) => thread::sleep(Duration::from_millis(100)),
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+}
+
+fn file_name(label: &str) -> String {
+    label
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+fn print_outcome(n: usize, total: usize, o: &Outcome) {
+    let mut tally = Tally::default();
+    o.output.lines().for_each(|l| tally.add_line(l));
+    let verdict = match &o.status {
+        Ok(_) if o.ok() => "ok",
+        Ok(_) => "FAILED",
+        Err(_) => "ERROR",
+    };
+    println!(
+        "[{n:>3}/{total}] {verdict:<6} {:>6.1}s  {}  ({} passed, {} failed, {} ignored)",
+        o.seconds, o.label, tally.passed, tally.failed, tally.ignored
+    );
+    if !o.ok() {
+        if let Err(e) = &o.status {
+            println!("    {e}");
+        }
+        println!("──── output of {} ────", o.label);
+        print!("{}", o.output);
+        println!("──── end of {} ────", o.label);
+    }
+}
+
+fn report(outcomes: &[Outcome], elapsed: Duration) -> Result<()> {
+    let mut tally = Tally::default();
+    for o in outcomes {
+        o.output.lines().for_each(|l| tally.add_line(l));
+    }
+    let failed: Vec<&Outcome> = outcomes.iter().filter(|o| !o.ok()).collect();
+    if !failed.is_empty() {
+        println!("test: failed:");
+        for o in &failed {
+            let tests = test_plan::failed_tests(&o.output);
+            if tests.is_empty() {
+                println!("  {} ({})", o.label, describe(&o.status));
+            }
+            for name in tests {
+                println!("  {}: {name}", o.label);
+            }
+        }
+    }
+    println!(
+        "test: {} jobs in {:.0}s",
+        outcomes.len(),
+        elapsed.as_secs_f64()
+    );
+    println!("{} passed, {} failed", tally.passed, tally.failed);
+    if !failed.is_empty() || tally.failed > 0 {
+        bail!("tests failed");
+    }
+    Ok(())
+}
+
+fn describe(status: &Result<ExitStatus, String>) -> String {
+    match status {
+        Ok(s) => s.to_string(),
+        Err(e) => e.clone(),
+    }
+}
