@@ -13,6 +13,9 @@
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+mod event;
+pub use event::{event_outcome, provider_status};
+
 /// What happened to a call, in callstream's own vocabulary.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -98,6 +101,8 @@ pub enum NormaliseError {
     UnknownAnsweredBy(String),
     #[error("unknown call outcome {0:?}")]
     UnknownOutcome(String),
+    #[error("no status vocabulary for provider {0:?}")]
+    UnknownProvider(String),
 }
 
 /// Twilio's `CallStatus` vocabulary (status callbacks and the Call resource).

@@ -33,6 +33,7 @@ mod error;
 mod event;
 mod fingerprint;
 pub mod headers;
+mod outcome;
 mod registry;
 mod scan;
 mod serde_util;

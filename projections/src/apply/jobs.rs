@@ -269,7 +269,10 @@ async fn call_event(
     tables: Tables,
     e: &CallEvent,
 ) -> Result<(), sqlx::Error> {
-    let Some(launch_id) = e.launch_id.filter(|_| e.outcome.is_final()) else {
+    // The gateway leaves `outcome` unknown and sends the raw status: the shared
+    // rule maps it, as the processors do, or no live call would ever complete here.
+    let outcome = e.mapped_outcome();
+    let Some(launch_id) = e.launch_id.filter(|_| outcome.is_final()) else {
         return Ok(());
     };
     let sql = format!(
@@ -285,7 +288,7 @@ async fn call_event(
         .bind(launch_id)
         .bind(e.event_id)
         .bind(e.occurred_at)
-        .bind(e.outcome.as_str())
+        .bind(outcome.as_str())
         .fetch_one(&mut *conn)
         .await?;
     if let Some(job_id) = job_id {

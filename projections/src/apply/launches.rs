@@ -91,7 +91,10 @@ async fn call_event(
     tables: Tables,
     e: &CallEvent,
 ) -> Result<Option<Timestamp>, sqlx::Error> {
-    let Some(launch_id) = e.launch_id.filter(|_| e.outcome.is_final()) else {
+    // The gateway leaves `outcome` unknown and sends the raw status: the shared
+    // rule maps it, as the processors do, or no live call would ever complete here.
+    let outcome = e.mapped_outcome();
+    let Some(launch_id) = e.launch_id.filter(|_| outcome.is_final()) else {
         return Ok(None);
     };
     let greater = "(t.completed_at IS NULL OR (EXCLUDED.completed_at, EXCLUDED.completion_event_id) > (t.completed_at, t.completion_event_id))";
@@ -115,7 +118,7 @@ async fn call_event(
         .bind(e.campaign_id.as_deref())
         .bind(e.event_id)
         .bind(e.occurred_at)
-        .bind(e.outcome.as_str())
+        .bind(outcome.as_str())
         .bind(e.source.as_str())
         .fetch_one(&mut *conn)
         .await

@@ -59,17 +59,22 @@ pub(super) async fn timeline(
     let Some(contact_id) = text_field(&json, &["contact_id"]) else {
         return Ok(());
     };
-    let what = text_field(
-        &json,
-        &[
-            "kind",
-            "status",
-            "outcome",
-            "action",
-            "resolution",
-            "setting",
-        ],
-    );
+    let what = match record.event {
+        // A live call event says `unknown` (the gateway keeps the raw status): the
+        // timeline shows what the call meant, by the same rule the processors use.
+        AnyEvent::CallEvent(e) => Some(e.mapped_outcome().as_str()),
+        _ => text_field(
+            &json,
+            &[
+                "kind",
+                "status",
+                "outcome",
+                "action",
+                "resolution",
+                "setting",
+            ],
+        ),
+    };
     let reason = text_field(&json, &["reason"]);
     let Envelope {
         event_id,

@@ -347,9 +347,10 @@ pub fn call_event(
         launch_id: Some(launch),
         campaign_id: Some(campaign.into()),
         source,
+        // Consistent with the outcome: the raw status wins over the stated one.
         provider_status: "completed".into(),
         outcome: CallOutcome::Voicemail,
-        answered_by: None,
+        answered_by: Some("machine_end_beep".into()),
         duration_seconds: Some(30),
         sequence_number: None,
         provider_error: None,

@@ -121,7 +121,7 @@ pub fn route(topics: &Topics, event: &AnyEvent) -> (String, String) {
         AnyEvent::LaunchCommand(e) => (t::LAUNCH_COMMANDS, e.contact_id.clone()),
         AnyEvent::CallLaunch(e) => (t::CALL_LAUNCHES, e.contact_id.clone()),
         AnyEvent::CompletionMissing(e) => (t::COMPLETION_MISSING, e.contact_id.clone()),
-        AnyEvent::CompletionResolved(e) => (t::COMPLETION_MISSING, e.contact_id.clone()),
+        AnyEvent::CompletionResolved(e) => (t::COMPLETION_RESOLVED, e.contact_id.clone()),
         AnyEvent::CrmCommand(e) => (t::CRM_COMMANDS, e.contact_id.clone()),
         AnyEvent::CrmResult(e) => (t::CRM_RESULTS, e.contact_id.clone()),
         AnyEvent::ExceptionEvent(e) => (t::EXCEPTIONS, e.contact_id.clone()),

@@ -9,11 +9,11 @@
 //! in order (see `decisions`).
 
 use callstream_domain::callback_time::{read_callback_time, Reading};
-use callstream_domain::normaliser::{normalise, Outcome, ProviderStatus};
+use callstream_domain::normaliser::Outcome;
 use callstream_domain::policy::{decide, CallAnalysis, CallbackRequest, PolicyInput};
 use callstream_domain::workflow::WorkflowState;
 use callstream_runtime::ProcessError;
-use callstream_schemas::{CallEvent, CallOutcome, JobState};
+use callstream_schemas::{CallEvent, JobState};
 use chrono_tz::Tz;
 
 use crate::decisions::{apply, CallFacts};
@@ -21,41 +21,13 @@ use crate::ids;
 use crate::jobs::Step;
 use crate::telemetry::Ids;
 
-/// The outcome of a call event, from the one shared normaliser.
+/// The outcome of a call event, by the one shared rule (the raw status
+/// through the shared normaliser, else the producer's stated outcome); an
+/// event neither maps is invalid here (dead-lettered), never guessed.
 pub fn outcome_of(event: &CallEvent) -> Result<Outcome, ProcessError> {
-    let status = match event.provider.as_str() {
-        "twilio" => ProviderStatus::Twilio {
-            call_status: &event.provider_status,
-            answered_by: event.answered_by.as_deref(),
-        },
-        "json" => ProviderStatus::Json {
-            outcome: &event.provider_status,
-        },
-        // A provider this build has no vocabulary for: accept the outcome
-        // the producer put on the event, if it mapped one (with the same
-        // normaliser, the schema says).
-        _ => return from_schema(event.outcome),
-    };
-    normalise(status).map_err(|e| ProcessError::Invalid(format!("call status: {e}")))
-}
-
-fn from_schema(outcome: CallOutcome) -> Result<Outcome, ProcessError> {
-    Ok(match outcome {
-        CallOutcome::Queued => Outcome::Queued,
-        CallOutcome::Ringing => Outcome::Ringing,
-        CallOutcome::InProgress => Outcome::InProgress,
-        CallOutcome::Answered => Outcome::Answered,
-        CallOutcome::Voicemail => Outcome::Voicemail,
-        CallOutcome::NoAnswer => Outcome::NoAnswer,
-        CallOutcome::Busy => Outcome::Busy,
-        CallOutcome::Failed => Outcome::Failed,
-        CallOutcome::Canceled => Outcome::Canceled,
-        CallOutcome::Unknown => {
-            return Err(ProcessError::Invalid(
-                "call event of an unknown provider without a mapped outcome".into(),
-            ))
-        }
-    })
+    event
+        .normalised_outcome()
+        .map_err(|e| ProcessError::Invalid(format!("call status: {e}")))
 }
 
 /// Handles one call event; `Ok(false)` when it changed nothing (a duplicate).

@@ -2,7 +2,6 @@
 //! `ContactState`): everything a view needs, nothing internal (the dedupe
 //! memory and job causes stay in the store).
 
-use callstream_domain::normaliser::Outcome;
 use callstream_domain::workflow::WorkflowState as DomainState;
 use callstream_schemas::{CallOutcome, CampaignAttempts, ContactJob, ContactState, WorkflowState};
 use uuid::Uuid;
@@ -27,20 +26,6 @@ pub fn workflow_state(state: DomainState) -> WorkflowState {
         DomainState::AwaitingResult => WorkflowState::AwaitingResult,
         DomainState::Completed => WorkflowState::Completed,
         DomainState::Failed => WorkflowState::Failed,
-    }
-}
-
-pub fn call_outcome(outcome: Outcome) -> CallOutcome {
-    match outcome {
-        Outcome::Queued => CallOutcome::Queued,
-        Outcome::Ringing => CallOutcome::Ringing,
-        Outcome::InProgress => CallOutcome::InProgress,
-        Outcome::Answered => CallOutcome::Answered,
-        Outcome::Voicemail => CallOutcome::Voicemail,
-        Outcome::NoAnswer => CallOutcome::NoAnswer,
-        Outcome::Busy => CallOutcome::Busy,
-        Outcome::Failed => CallOutcome::Failed,
-        Outcome::Canceled => CallOutcome::Canceled,
     }
 }
 
@@ -99,7 +84,7 @@ pub fn snapshot(contact: &Contact, envelope: &Envelope) -> ContactState {
                 replaced_by_job_id: j.replaced_by,
                 reason: j.reason.clone(),
                 reason_detail: j.reason_detail.clone(),
-                outcome: j.outcome.map(call_outcome),
+                outcome: j.outcome.map(CallOutcome::from),
                 updated_at: j.updated_at,
             })
             .collect(),

@@ -8,8 +8,7 @@
 //! `max_polls` looks at a call in progress and `max_attempts` failed
 //! lookups, with doubling, jittered delays, then an exception.
 
-use callstream_completion_detector::completion::{provider_status, to_call_outcome};
-use callstream_domain::normaliser::normalise;
+use callstream_domain::normaliser::{normalise, provider_status};
 use callstream_schemas::{Actor, CallOutcome};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -166,7 +165,7 @@ pub fn decide(case: &mut Case, result: &FetchResult, now_ms: i64, config: &Recov
                 &record.status,
                 record.answered_by.as_deref(),
             )
-            .map(|s| normalise(s).map(to_call_outcome));
+            .map(|s| normalise(s).map(CallOutcome::from));
             match outcome {
                 None => Next::Fail {
                     reason: format!("no status vocabulary for provider {}", case.provider),

@@ -15,8 +15,7 @@
 
 use std::sync::Arc;
 
-use callstream_completion_detector::completion::provider_status;
-use callstream_domain::normaliser::normalise;
+use callstream_domain::normaliser::{normalise, provider_status};
 use callstream_runtime::{EffectHandler, EffectRequest};
 use futures::future::BoxFuture;
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
