@@ -126,7 +126,6 @@ fn benchmarks(layout: &Layout) -> Result<Vec<String>> {
             "--no-deps",
             "--format-version",
             "1",
-            "--offline",
         ])
         .current_dir(&layout.repo)
         .stderr(Stdio::inherit())
