@@ -1,0 +1,258 @@
+//! What one CRM measurement runs on: fresh topics behind a unique prefix,
+//! the CRM simulator on a loopback port of this process, and the CRM
+//! dispatcher on the processor runtime on a thread of its own, exactly as
+//! `callstream process crm-dispatcher` runs it.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context, Result};
+use callstream_crm_dispatcher::{self as crm, CrmDispatcherConfig, RateLimit};
+use callstream_platform::topics::{self, Topics};
+use callstream_platform::KafkaSettings;
+use callstream_runtime::{RuntimeConfig, RuntimeError, RuntimeMetrics};
+use callstream_sim_crm::state::RequestStats;
+use callstream_sim_crm::{serve_state, CrmBehaviour, CrmState, SimCrmConfig};
+use tokio::sync::oneshot;
+
+use callstream_bench::kafka::{create_topics, unique_name, TopicKind};
+
+/// The bearer token the simulator accepts and the dispatcher sends.
+pub const TOKEN: &str = "pat-na1-callstream-bench";
+/// The tenant of every command (one token, so one rate-limit window).
+pub const TENANT: &str = "bench";
+
+/// Fresh names for one measurement.
+#[derive(Debug, Clone)]
+pub struct Names {
+    pub app: String,
+    pub topics: Topics,
+}
+
+impl Names {
+    pub fn fresh(label: &str, partitions: i32) -> Self {
+        let app = unique_name(&format!("bench-crm-{label}"));
+        let topics = Topics {
+            prefix: format!("{app}."),
+            partitions,
+            ..Topics::default()
+        };
+        Self { app, topics }
+    }
+
+    pub fn commands(&self) -> String {
+        self.topics.name(topics::CRM_COMMANDS)
+    }
+
+    pub fn results(&self) -> String {
+        self.topics.name(topics::CRM_RESULTS)
+    }
+
+    /// Creates the dispatcher's topics as the design makes them: events
+    /// with the run's partitions, dead letters with their retention,
+    /// `control` compacted with one partition (as the tests make it).
+    pub fn create(&self, settings: &KafkaSettings) -> Result<()> {
+        let events = [
+            topics::CRM_COMMANDS,
+            topics::CRM_RESULTS,
+            topics::EXCEPTIONS,
+        ]
+        .map(|t| self.topics.name(t));
+        let events: Vec<&str> = events.iter().map(String::as_str).collect();
+        let partitions = self.topics.partitions;
+        create_topics(settings, &events, TopicKind::Events, partitions)?;
+        let dead_letters = self.topics.name(topics::DEAD_LETTERS);
+        create_topics(
+            settings,
+            &[&dead_letters],
+            TopicKind::DeadLetters,
+            partitions,
+        )?;
+        create_topics(
+            settings,
+            &[&self.topics.name(topics::CONTROL)],
+            TopicKind::Table,
+            1,
+        )
+    }
+
+    /// Every topic a run with these names creates (the runtime adds the
+    /// changelogs), for cleaning up.
+    pub fn all_topics(&self) -> Vec<String> {
+        let spec = crm::spec(&self.topics, &self.app);
+        let mut all: Vec<String> = [
+            topics::CRM_COMMANDS,
+            topics::CRM_RESULTS,
+            topics::EXCEPTIONS,
+            topics::DEAD_LETTERS,
+            topics::CONTROL,
+        ]
+        .iter()
+        .map(|t| self.topics.name(t))
+        .collect();
+        all.extend(
+            spec.all_store_names()
+                .iter()
+                .map(|s| spec.changelog_topic(s)),
+        );
+        all
+    }
+}
+
+/// The simulator, served by `runtime` until dropped.
+pub struct Sim {
+    pub state: CrmState,
+    pub base_url: String,
+    stop: Option<oneshot::Sender<()>>,
+}
+
+impl Sim {
+    /// Starts the simulator with `rate_limit_max` requests per `window_ms`
+    /// (0: no limit) and no faults.
+    pub fn start(
+        runtime: &tokio::runtime::Runtime,
+        rate_limit_max: u32,
+        window_ms: u64,
+    ) -> Result<Self> {
+        let config = SimCrmConfig {
+            tokens: vec![TOKEN.into()],
+            behaviour: CrmBehaviour {
+                rate_limit_max,
+                rate_limit_window_ms: window_ms,
+                ..CrmBehaviour::default()
+            },
+            ..SimCrmConfig::default()
+        };
+        let state = CrmState::new(&config).context("configuring the CRM simulator")?;
+        let listener = runtime
+            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .context("binding the CRM simulator to a loopback port")?;
+        let base_url = format!("http://{}", listener.local_addr()?);
+        let (stop, stopped) = oneshot::channel::<()>();
+        let served = state.clone();
+        runtime.spawn(async move {
+            let shutdown = async {
+                let _ = stopped.await;
+            };
+            if let Err(error) = serve_state(served, listener, shutdown).await {
+                tracing::error!(%error, "the CRM simulator failed");
+            }
+        });
+        Ok(Self {
+            state,
+            base_url,
+            stop: Some(stop),
+        })
+    }
+
+    pub fn stats(&self) -> RequestStats {
+        self.state.request_stats()
+    }
+
+    /// Most requests that arrived in any one window of the limit (refused
+    /// ones included), over every token.
+    pub fn max_requests_in_window(&self) -> u32 {
+        self.state.limits().iter().map(|l| l.3).max().unwrap_or(0)
+    }
+
+    /// Creates written twice for one operation id (must be 0).
+    pub fn duplicate_creates(&self) -> u64 {
+        self.state.db().stats().duplicate_creates_total
+    }
+}
+
+impl Drop for Sim {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+/// The dispatcher's configuration for a run: the product's defaults except
+/// the simulator's URL, the limit and the concurrency the run asks for.
+pub fn dispatcher_config(
+    names: &Names,
+    sim: &Sim,
+    rate_limit: RateLimit,
+    concurrency: usize,
+) -> Result<CrmDispatcherConfig> {
+    let mut config = CrmDispatcherConfig::new(names.topics.clone(), sim.base_url.clone(), TOKEN);
+    config.rate_limit = rate_limit;
+    config.concurrency = concurrency;
+    config
+        .validate()
+        .context("the dispatcher's configuration")?;
+    Ok(config)
+}
+
+/// The dispatcher running on its own thread.
+pub struct Dispatcher {
+    pub metrics: Arc<RuntimeMetrics>,
+    shutdown: Arc<AtomicBool>,
+    thread: Option<JoinHandle<Result<(), RuntimeError>>>,
+}
+
+impl Dispatcher {
+    pub fn start(
+        settings: &KafkaSettings,
+        names: &Names,
+        config: &CrmDispatcherConfig,
+        commit_interval: Duration,
+    ) -> Result<Self> {
+        let kafka = KafkaSettings::new(&settings.bootstrap_servers, format!("{}-0", names.app));
+        let mut runtime = RuntimeConfig::new(kafka, &names.app, "0");
+        runtime.commit.interval = commit_interval;
+        runtime.effects = Some(crm::effect_runner(config).context("the CRM client")?);
+        let metrics = runtime.metrics.clone();
+        let shutdown = runtime.shutdown.clone();
+        let processor = crm::processor(config);
+        let spec = crm::spec(&names.topics, &names.app);
+        let thread = std::thread::Builder::new()
+            .name("crm-dispatcher".into())
+            .spawn(move || callstream_runtime::run(processor, spec, runtime))
+            .context("starting the dispatcher thread")?;
+        Ok(Self {
+            metrics,
+            shutdown,
+            thread: Some(thread),
+        })
+    }
+
+    /// Fails if the dispatcher has stopped on its own (it only stops on an error).
+    pub fn check(&mut self) -> Result<()> {
+        if self.thread.as_ref().is_some_and(JoinHandle::is_finished) {
+            self.join()?;
+            bail!("the dispatcher stopped during the measurement");
+        }
+        Ok(())
+    }
+
+    /// Stops the dispatcher (its open transaction commits) and waits for it.
+    pub fn stop(mut self) -> Result<()> {
+        self.shutdown.store(true, Ordering::SeqCst);
+        self.join()
+    }
+
+    fn join(&mut self) -> Result<()> {
+        let Some(thread) = self.thread.take() else {
+            return Ok(());
+        };
+        thread
+            .join()
+            .map_err(|_| anyhow!("the dispatcher thread panicked"))?
+            .context("the dispatcher failed")
+    }
+}
+
+impl Drop for Dispatcher {
+    fn drop(&mut self) {
+        // On an early return: don't leave a dispatcher running behind the next phase.
+        self.shutdown.store(true, Ordering::SeqCst);
+        if let Err(error) = self.join() {
+            tracing::warn!(%error, "dispatcher stopped with an error");
+        }
+    }
+}
