@@ -1,0 +1,361 @@
+//! What the Kafka phases share: fresh names, the topics and control table
+//! the scheduler needs, the plan requests, and a scheduler instance on its
+//! own thread, run exactly as `callstream process scheduler` runs it.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context as _, Result};
+use callstream_bench::kafka::unique_name;
+use callstream_control::{apply_file, ControlFile};
+use callstream_platform::{admin, topics, KafkaSettings, Topics};
+use callstream_runtime::{RuntimeConfig, RuntimeError, RuntimeMetrics};
+use callstream_scheduler::{processor, spec, SchedulerConfig};
+use callstream_schemas::{
+    Actor, JobOrigin, ScheduleRequest, ScheduleRequestKind, Timestamp, ZoneSource,
+};
+use chrono::{DateTime, Utc};
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use uuid::Uuid;
+
+/// The campaign every request plans for (its window is set by control).
+pub const CAMPAIGN: &str = "bench";
+/// The leads' zone: federal hours 08:00–21:00 Chicago bound every day.
+const ZONE: &str = "America/Chicago";
+/// Slots a tenant's grid offers per day with the control file below
+/// (13 calling hours of 75 s slots), per launch a slot may hold.
+const SLOTS_PER_DAY: u64 = 13 * 3600 / 75;
+/// The scheduler's default search horizon past a request's earliest time.
+const HORIZON_DAYS: u64 = 28;
+
+/// Fails fast, with the fix, when no broker answers.
+pub fn check_reachable(settings: &KafkaSettings) -> Result<()> {
+    let consumer: BaseConsumer = settings
+        .base_config()
+        .create()
+        .context("creating a Kafka client")?;
+    consumer
+        .fetch_metadata(None, Duration::from_secs(10))
+        .map(|_| ())
+        .with_context(|| {
+            format!(
+                "no Kafka broker answers at {} (start the dev stack with `cargo xtask up`, \
+                 or set KAFKA_BOOTSTRAP_SERVERS)",
+                settings.bootstrap_servers
+            )
+        })
+}
+
+/// Runs an admin future to completion.
+pub fn block_on<F: std::future::Future>(future: F) -> Result<F::Output> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting a tokio runtime for admin calls")?;
+    Ok(runtime.block_on(future))
+}
+
+/// Fresh names for one measurement: nothing an earlier run left matters.
+#[derive(Debug, Clone)]
+pub struct Names {
+    pub topics: Topics,
+    pub app: String,
+}
+
+/// The logical topics the scheduler reads and writes.
+const TOPICS: [&str; 6] = [
+    topics::SCHEDULE_REQUESTS,
+    topics::SCHEDULE_EVENTS,
+    topics::CONTACT_COMMANDS,
+    topics::EXCEPTIONS,
+    topics::CONTROL,
+    topics::DEAD_LETTERS,
+];
+
+impl Names {
+    pub fn fresh(label: &str, partitions: i32) -> Self {
+        let prefix = format!("{}-", unique_name(&format!("bench-sched-{label}")));
+        let topics = Topics {
+            partitions,
+            ..Topics::with_prefix(&prefix)
+        };
+        Self {
+            app: format!("{prefix}scheduler"),
+            topics,
+        }
+    }
+
+    pub fn name(&self, logical: &str) -> String {
+        self.topics.name(logical)
+    }
+
+    /// Every topic a run with these names creates, changelogs included.
+    pub fn topic_names(&self) -> Vec<String> {
+        let spec = spec(&self.topics, &self.app);
+        let mut names: Vec<String> = TOPICS.iter().map(|t| self.name(t)).collect();
+        names.extend(
+            spec.all_store_names()
+                .iter()
+                .map(|s| spec.changelog_topic(s)),
+        );
+        names
+    }
+
+    /// Creates the scheduler's topics (the runtime creates its changelogs)
+    /// and publishes the control table, as `callstream control apply` does.
+    pub fn create(&self, settings: &KafkaSettings, workload: &Workload) -> Result<()> {
+        let specs: Vec<_> = self
+            .topics
+            .specs()
+            .into_iter()
+            .filter(|s| TOPICS.iter().any(|t| s.name == self.name(t)))
+            .collect();
+        block_on(admin::ensure_topics(settings, &specs))?
+            .with_context(|| format!("creating the topics of {}", self.app))?;
+        let file = ControlFile::parse(&workload.control_file())
+            .map_err(|e| anyhow!("the benchmark's control file is invalid: {e}"))?;
+        // A topic created a moment ago can still answer "not leader" to
+        // the first metadata request; that passes within a few seconds.
+        let mut attempt = 0;
+        loop {
+            let published = block_on(apply_file(
+                settings,
+                &self.name(topics::CONTROL),
+                &file,
+                Actor::operator("bench"),
+                Some("scheduler benchmark".into()),
+                false,
+            ))?;
+            match published {
+                Ok(_) => return Ok(()),
+                Err(error) if attempt < 10 => {
+                    attempt += 1;
+                    tracing::debug!(%error, attempt, "control topic not ready; retrying");
+                    std::thread::sleep(Duration::from_millis(500));
+                }
+                Err(error) => return Err(error).context("publishing the control table"),
+            }
+        }
+    }
+}
+
+/// The shape of the requests.
+#[derive(Debug, Clone)]
+pub struct Workload {
+    pub tenants: u64,
+    pub launches_per_slot: u32,
+    /// From now to the first earliest time.
+    pub lead: Duration,
+    /// Earliest times are spread over this span.
+    pub spread: Duration,
+}
+
+impl Workload {
+    pub fn tenant(&self, i: u64) -> String {
+        format!("bench-t{}", i % self.tenants)
+    }
+
+    /// One grid and campaign per tenant: every day, as wide as federal
+    /// hours allow, so capacity is simple to reason about.
+    pub fn control_file(&self) -> String {
+        let mut file = String::new();
+        for t in 0..self.tenants {
+            let tenant = self.tenant(t);
+            file.push_str(&format!(
+                "[tenants.{tenant}.grid]\nslot_seconds = 75\nlaunches_per_slot = {}\n\
+                 default_time_zone = \"{ZONE}\"\n\n\
+                 [tenants.{tenant}.campaigns.{CAMPAIGN}]\n\
+                 windows = [{{ days = \"every_day\", start = \"08:00\", end = \"21:00\" }}]\n\
+                 move_buffer_minutes = 15\n\n",
+                self.launches_per_slot
+            ));
+        }
+        file
+    }
+
+    /// Refuses a load whose tenants would run out of slots: a refusal is
+    /// not an allocation, and a nearly full grid measures the search, not
+    /// the scheduler.
+    pub fn check_capacity(&self, requests: u64) -> Result<()> {
+        let per_tenant = requests.div_ceil(self.tenants);
+        let slots = HORIZON_DAYS * SLOTS_PER_DAY * u64::from(self.launches_per_slot);
+        if per_tenant * 5 > slots * 4 {
+            bail!(
+                "{per_tenant} requests per tenant would fill more than 80% of the {slots} slots \
+                 a tenant has in the {HORIZON_DAYS}-day horizon; raise --tenants or \
+                 --launches-per-slot"
+            );
+        }
+        Ok(())
+    }
+
+    /// Plan request `i` (job `i`, contact `c<i>`, tenant `i mod tenants`),
+    /// with event id `event_id`, no earlier than `base` plus its share of
+    /// the spread.
+    pub fn request(&self, i: u64, event_id: Uuid, base: DateTime<Utc>) -> ScheduleRequest {
+        // A deterministic scatter over the spread, to the second.
+        let spread_s = self.spread.as_secs().max(1);
+        let offset = (i.wrapping_mul(2_654_435_761) % spread_s) as i64;
+        let earliest: Timestamp = base + chrono::TimeDelta::seconds(offset);
+        ScheduleRequest {
+            event_id,
+            tenant_id: self.tenant(i),
+            occurred_at: Utc::now(),
+            causation_id: None,
+            correlation_id: None,
+            kind: ScheduleRequestKind::Plan,
+            job_id: Uuid::from_u64_pair(0x5c4e_d000, i),
+            contact_id: format!("c{i}"),
+            campaign_id: CAMPAIGN.into(),
+            origin: JobOrigin::CampaignEntry,
+            earliest_at: Some(earliest),
+            requested_at: Some(earliest),
+            replaces_job_id: None,
+            reason: "campaign_entry".into(),
+            reason_detail: None,
+            time_zone: Some(ZONE.into()),
+            time_zone_source: Some(ZoneSource::Contact),
+            windows: Vec::new(),
+            attempt: Some(1),
+        }
+    }
+
+    /// The earliest time of the first job: `lead` from now.
+    pub fn base(&self) -> DateTime<Utc> {
+        let lead = chrono::TimeDelta::from_std(self.lead).unwrap_or(chrono::TimeDelta::zero());
+        Utc::now() + lead
+    }
+}
+
+/// A scheduler instance (instance id `0`) on its own thread.
+pub struct Instance {
+    pub metrics: Arc<RuntimeMetrics>,
+    shutdown: Arc<AtomicBool>,
+    thread: Option<JoinHandle<Result<(), RuntimeError>>>,
+}
+
+impl Instance {
+    pub fn start(settings: &KafkaSettings, names: &Names) -> Result<Self> {
+        let kafka = KafkaSettings::new(&settings.bootstrap_servers, format!("{}-0", names.app));
+        let config = RuntimeConfig::new(kafka, &names.app, "0");
+        let metrics = config.metrics.clone();
+        let shutdown = config.shutdown.clone();
+        let scheduler = processor(SchedulerConfig::new(&names.topics));
+        let spec = spec(&names.topics, &names.app);
+        let thread = std::thread::Builder::new()
+            .name("scheduler".into())
+            .spawn(move || callstream_runtime::run(scheduler, spec, config))
+            .context("starting the scheduler thread")?;
+        Ok(Self {
+            metrics,
+            shutdown,
+            thread: Some(thread),
+        })
+    }
+
+    /// Fails if the processor stopped on its own (it only stops on an
+    /// error), or sent a request to dead letters (the count would never
+    /// be reached).
+    pub fn check(&mut self) -> Result<()> {
+        if self.thread.as_ref().is_some_and(JoinHandle::is_finished) {
+            self.join()?;
+            bail!("the scheduler stopped during the measurement");
+        }
+        let dead = self.metrics.dead_letters.get();
+        if dead > 0 {
+            bail!("the scheduler sent {dead} requests to dead letters (see its log)");
+        }
+        Ok(())
+    }
+
+    /// Mean time of a commit so far, ms.
+    pub fn mean_commit_ms(&self) -> Option<f64> {
+        let text = self.metrics.encode();
+        let sum = sample(&text, "commit_latency_seconds_sum")?;
+        let count = sample(&text, "commit_latency_seconds_count")?;
+        (count > 0.0).then(|| sum / count * 1000.0)
+    }
+
+    /// Stops the processor (its open transaction commits) and waits for it.
+    pub fn stop(mut self) -> Result<()> {
+        self.shutdown.store(true, Ordering::SeqCst);
+        self.join()
+    }
+
+    fn join(&mut self) -> Result<()> {
+        let Some(thread) = self.thread.take() else {
+            return Ok(());
+        };
+        thread
+            .join()
+            .map_err(|_| anyhow!("the scheduler thread panicked"))?
+            .context("the scheduler failed")
+    }
+}
+
+impl Drop for Instance {
+    fn drop(&mut self) {
+        // On an early return: don't leave a processor running behind the next phase.
+        self.shutdown.store(true, Ordering::SeqCst);
+        if let Err(error) = self.join() {
+            tracing::warn!(%error, "scheduler stopped with an error");
+        }
+    }
+}
+
+/// The value of runtime sample `callstream_runtime_<name>` in the
+/// Prometheus text (a histogram's sum and count are readable only there).
+fn sample(text: &str, name: &str) -> Option<f64> {
+    let full = format!("callstream_runtime_{name}");
+    text.lines().find_map(|line| {
+        let rest = line.strip_prefix(&full)?;
+        let rest = match rest.strip_prefix('{') {
+            Some(labelled) => &labelled[labelled.find('}')? + 1..],
+            None => rest,
+        };
+        rest.strip_prefix(' ')?.trim().parse().ok()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn workload(tenants: u64, launches_per_slot: u32) -> Workload {
+        Workload {
+            tenants,
+            launches_per_slot,
+            lead: Duration::from_secs(2 * 86_400),
+            spread: Duration::from_secs(7 * 86_400),
+        }
+    }
+
+    #[test]
+    fn the_control_file_is_valid_and_names_every_tenant() {
+        let w = workload(3, 2);
+        let file = ControlFile::parse(&w.control_file()).expect("valid control file");
+        assert_eq!(file.tenants.len(), 3);
+        assert!(file.tenants.contains_key("bench-t2"));
+    }
+
+    #[test]
+    fn capacity_is_checked_per_tenant() {
+        // 28 days × 624 slots = 17,472 per tenant; 80% is 13,977.
+        assert!(workload(10, 1).check_capacity(139_770).is_ok());
+        assert!(workload(10, 1).check_capacity(140_000).is_err());
+        assert!(workload(10, 2).check_capacity(140_000).is_ok());
+    }
+
+    #[test]
+    fn requests_are_keyed_by_tenant_and_spread_over_the_span() {
+        let w = workload(4, 1);
+        let base = Utc::now();
+        let r = w.request(5, Uuid::nil(), base);
+        assert_eq!(r.tenant_id, "bench-t1");
+        let earliest = r.earliest_at.expect("plan requests have an earliest time");
+        assert!(earliest >= base && earliest < base + chrono::TimeDelta::days(7));
+        assert_ne!(w.request(6, Uuid::nil(), base).job_id, r.job_id);
+    }
+}
