@@ -35,6 +35,21 @@ pub fn recovery_failed_exception_id(launch_id: &Uuid) -> Uuid {
     derive(&[b"exception/recovery-failed", launch_id.as_bytes()])
 }
 
+/// Whether an operator's `ignore` naming `launch_id` and `exception_id` is about that
+/// launch's missing-completion case: it names one of the case's two exceptions, or the
+/// launch alone. Recovery judges those ignores and the contact processor every other one;
+/// both ask this, from the command alone, so exactly one of them audits each ignore.
+pub fn ignore_targets_case(launch_id: Option<Uuid>, exception_id: Option<Uuid>) -> bool {
+    match (launch_id, exception_id) {
+        (Some(launch), Some(exception)) => {
+            exception == missing_exception_id(&launch)
+                || exception == recovery_failed_exception_id(&launch)
+        }
+        (Some(_), None) => true,
+        (None, _) => false,
+    }
+}
+
 /// One event of an exception case: `change` names what happened to it
 /// (`open`, `resolved`, `ignored`, ...), so each change has its own id.
 pub fn exception_event_id(exception_id: &Uuid, change: &str) -> Uuid {
@@ -67,6 +82,20 @@ pub fn alert_event_id(alert_id: &Uuid, change: &str) -> Uuid {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_ignore_targets_a_case_by_its_exceptions_or_its_launch_alone() {
+        let (launch, other) = (Uuid::from_u128(7), Uuid::from_u128(8));
+        let missing = missing_exception_id(&launch);
+        let failed = recovery_failed_exception_id(&launch);
+        assert!(ignore_targets_case(Some(launch), Some(missing)));
+        assert!(ignore_targets_case(Some(launch), Some(failed)));
+        assert!(ignore_targets_case(Some(launch), None));
+        assert!(!ignore_targets_case(Some(other), Some(missing)));
+        assert!(!ignore_targets_case(Some(launch), Some(Uuid::from_u128(9))));
+        assert!(!ignore_targets_case(None, Some(missing)));
+        assert!(!ignore_targets_case(None, None));
+    }
 
     #[test]
     fn ids_are_stable_and_distinct_per_purpose() {

@@ -4,11 +4,12 @@
 //!
 //! Guarantees: a command is handled once (its event id is remembered); an
 //! operator command that cannot be carried out is audited as rejected with
-//! its reason and changes nothing else; `recover`, `advance_*` and `ignore`
-//! belong to the recovery processor and are left alone here, except an
-//! `ignore` of the exception that holds this contact's calls, which
-//! releases the hold.
+//! its reason and changes nothing else; `recover`, `advance_*` and the
+//! `ignore` of a missing-completion case's exception belong to the recovery
+//! processor and are left alone here. Every other `ignore` is judged here,
+//! so each ignore is audited exactly once (see `ignore`).
 
+use callstream_completion_detector::ids::ignore_targets_case;
 use callstream_domain::workflow::WorkflowState;
 use callstream_runtime::ProcessError;
 use callstream_schemas::{
@@ -30,7 +31,9 @@ pub fn handle(step: &mut Step<'_, '_>, cmd: &ContactCommand) -> Result<bool, Pro
         ContactCommandKind::Recover
         | ContactCommandKind::AdvanceNoAnswer
         | ContactCommandKind::AdvanceVoicemail => return Ok(leave(cmd)),
-        ContactCommandKind::Ignore if !ignores_hold(step, cmd) => return Ok(leave(cmd)),
+        ContactCommandKind::Ignore if ignore_targets_case(cmd.launch_id, cmd.exception_id) => {
+            return Ok(leave(cmd))
+        }
         ContactCommandKind::Unknown => {
             debug!(command_id = %cmd.event_id, "contact command of a kind this build does not know; skipped");
             return Ok(false);
@@ -51,10 +54,7 @@ pub fn handle(step: &mut Step<'_, '_>, cmd: &ContactCommand) -> Result<bool, Pro
         ContactCommandKind::RetryNow | ContactCommandKind::RetryLater => retry(step, cmd)?,
         ContactCommandKind::CancelFutureJobs => cancel_future_jobs(step, cmd)?,
         ContactCommandKind::ForceFinish => force_finish(step, cmd)?,
-        ContactCommandKind::Ignore => {
-            release_hold(step, ExceptionStatus::Ignored, cmd.actor.clone(), "ignored")?;
-            audit(step, cmd, AuditResult::Applied, "hold_released", None)?;
-        }
+        ContactCommandKind::Ignore => ignore(step, cmd)?,
         _ => {}
     }
     Ok(true)
@@ -74,9 +74,34 @@ fn leave(cmd: &ContactCommand) -> bool {
     false
 }
 
-fn ignores_hold(step: &Step<'_, '_>, cmd: &ContactCommand) -> bool {
-    let hold = step.contact.hold.as_ref().map(|h| h.exception_id);
-    hold.is_some() && cmd.exception_id == hold
+/// An operator's ignore of any exception but a missing-completion case's. The hold's
+/// exception releases the hold. Any other (a CRM failure, no slot, a failed launch: opened
+/// by a service that keeps no case for it to close) is closed as ignored here, with the
+/// operator as actor. The API sends an ignore only for an exception its view shows open;
+/// its type stays what the opener said (the event's `unknown` type does not overwrite it).
+fn ignore(step: &mut Step<'_, '_>, cmd: &ContactCommand) -> Result<(), ProcessError> {
+    let Some(exception_id) = cmd.exception_id else {
+        return audit(step, cmd, AuditResult::Rejected, "no_exception", None);
+    };
+    let holding = step.contact.hold.as_ref().map(|h| h.exception_id) == Some(exception_id);
+    if holding {
+        release_hold(step, ExceptionStatus::Ignored, cmd.actor.clone(), "ignored")?;
+        return audit(step, cmd, AuditResult::Applied, "hold_released", None);
+    }
+    step.out.exception(ExceptionCase {
+        exception_id,
+        status: ExceptionStatus::Ignored,
+        exception_type: ExceptionType::Unknown,
+        urgent: false,
+        campaign_id: None,
+        job_id: None,
+        launch_id: cmd.launch_id,
+        call_id: None,
+        reason: "ignored".to_owned(),
+        detail: cmd.reason.clone(),
+        actor: cmd.actor.clone(),
+    })?;
+    audit(step, cmd, AuditResult::Applied, "exception_ignored", None)
 }
 
 fn action(kind: ContactCommandKind) -> String {

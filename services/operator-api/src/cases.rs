@@ -1,6 +1,9 @@
 //! Actions on cases: recover a missing completion or advance it as voicemail or no-answer
-//! (named by its launch), and ignore an exception. The contact of the command is the
-//! launch's or the exception's, read from the views in the token's tenant.
+//! (named by its launch), and ignore an open exception. The contact of the command is the
+//! launch's or the exception's, read from the views in the token's tenant. An ignore names
+//! the exception's launch too: recovery judges the ignore of a missing-completion case's
+//! exception (derived from its launch), the contact processor every other one, so each
+//! ignore ends `applied` or `rejected` exactly once.
 
 use axum::extract::State;
 use callstream_platform::topics;
@@ -145,14 +148,22 @@ pub async fn ignore_exception(
     principal.require(Role::Operator)?;
     let wait = wait.duration(state.config().max_wait)?;
     let reason = reason_of(body.reason)?;
-    let row: Option<(String, Option<Uuid>)> = sqlx::query_as(
-        "SELECT contact_id, launch_id FROM exceptions WHERE tenant_id = $1 AND exception_id = $2",
+    let row: Option<(String, Option<Uuid>, String)> = sqlx::query_as(
+        "SELECT contact_id, launch_id, status FROM exceptions
+         WHERE tenant_id = $1 AND exception_id = $2",
     )
     .bind(&principal.tenant_id)
     .bind(exception_id)
     .fetch_optional(state.pool())
     .await?;
-    let (contact_id, launch_id) = row.ok_or(ApiError::NotFound { what: "exception" })?;
+    let (contact_id, launch_id, status) = row.ok_or(ApiError::NotFound { what: "exception" })?;
+    // A closed exception has nothing to ignore, and the contact processor, which judges
+    // ignores of exceptions other services opened, cannot tell whether one is still open.
+    if status != "open" {
+        return Err(ApiError::Unprocessable(format!(
+            "the exception is {status}; only an open one can be ignored"
+        )));
+    }
     let mut command = contact_command(&principal, ContactCommandKind::Ignore, &contact_id);
     command.exception_id = Some(exception_id);
     command.launch_id = launch_id;

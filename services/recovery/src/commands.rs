@@ -1,9 +1,12 @@
 //! Operator commands on `contact-commands`: recover now, advance as
-//! no-answer or voicemail, ignore. They act on the contact's case named by
-//! the command's launch id, else by its exception id, else on the contact's
-//! only (or oldest) case. Every one is audited with the operator as actor;
-//! one that finds no case is audited as rejected and changes nothing. Other
-//! command kinds belong to the contact processor and are skipped.
+//! no-answer or voicemail, and ignore of a case's own exception (the
+//! detector's `completion_missing` or recovery's `recovery_failed`, named
+//! with its launch). They act on the contact's case named by the command's
+//! launch id, else by its exception id, else on the contact's only (or
+//! oldest) case. Every one is audited with the operator as actor; one that
+//! finds no open case is audited as rejected and changes nothing. Other
+//! command kinds, and ignores of other exceptions, belong to the contact
+//! processor and are skipped.
 
 use callstream_completion_detector::emit::timestamp;
 use callstream_completion_detector::ids as case_ids;
@@ -43,7 +46,14 @@ impl Recovery {
             ContactCommandKind::Recover => "recovery.recover",
             ContactCommandKind::AdvanceNoAnswer => "recovery.advanced_no_answer",
             ContactCommandKind::AdvanceVoicemail => "recovery.advanced_voicemail",
-            ContactCommandKind::Ignore => "recovery.ignored",
+            // Only ignores of a case's own exceptions are ours; the contact processor
+            // judges every other one (the same test, from the command alone), so each
+            // ignore is audited exactly once.
+            ContactCommandKind::Ignore
+                if case_ids::ignore_targets_case(cmd.launch_id, cmd.exception_id) =>
+            {
+                "recovery.ignored"
+            }
             _ => return Ok(()),
         };
         let contact = record
@@ -55,10 +65,7 @@ impl Recovery {
             return Ok(());
         }
         let Some(index) = target(&state, &cmd) else {
-            if cmd.kind != ContactCommandKind::Ignore || cmd.launch_id.is_some() {
-                self.reject(ctx, &cmd, action);
-            }
-            // An ignore of another processor's exception is not ours to judge.
+            self.reject(ctx, &cmd, action);
             return self.save(ctx, &contact, &mut state);
         };
         let now = ctx.wall_clock_ms();
