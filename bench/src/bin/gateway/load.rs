@@ -1,0 +1,285 @@
+//! The load generator: `concurrency` tasks on a runtime of its own
+//! (threads `gw-load`), each posting one signed Twilio status callback at a
+//! time over a kept-alive HTTP/1.1 connection and sending the next as soon
+//! as the answer is in (a closed loop: the offered rate is whatever the
+//! gateway sustains at that concurrency).
+//!
+//! Every request is a distinct call (`CallSid` from the run id and a
+//! counter shared by all tasks and levels), so every 202 names a distinct
+//! event id and the loss check can match them one for one. Requests are
+//! built and signed before the clock of each one starts: the latency is
+//! the HTTP round trip to the 202 only.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use callstream_gateway::{testkit, AppState};
+use reqwest::header::CONTENT_TYPE;
+use reqwest::StatusCode;
+use serde::Deserialize;
+use uuid::Uuid;
+
+use crate::server::{AUTH_TOKEN, INTEGRATION};
+use crate::threads::{Reading, Split};
+
+/// Thread name prefix of the load generator's runtime.
+pub const THREAD_NAME: &str = "gw-load";
+
+/// What every request is made of.
+pub struct Target {
+    /// The gateway's base URL (also what it signs against).
+    pub base_url: String,
+    /// Distinguishes this run's calls from any earlier run's.
+    pub run: u64,
+    /// Contacts the requests cycle through (the record keys).
+    pub contacts: u64,
+}
+
+/// One request, built and signed.
+struct Request {
+    url: String,
+    body: Vec<u8>,
+    signature: String,
+}
+
+impl Target {
+    /// Request `n`: the final `completed` callback of call `n`, as Twilio
+    /// sends it (the usual fields, phone numbers included; the gateway
+    /// keeps them out of the event).
+    fn request(&self, n: u64) -> Request {
+        let url = format!(
+            "{}/v1/webhooks/twilio/{INTEGRATION}?contact_id=c-{}&launch_id={}",
+            self.base_url,
+            n % self.contacts,
+            Uuid::from_u64_pair(self.run, n)
+        );
+        let call_sid = format!("CA{:016x}{n:016x}", self.run);
+        let to = format!("+1555{:07}", n % 10_000_000);
+        let timestamp = chrono::Utc::now().to_rfc2822();
+        let body = testkit::form(&[
+            ("AccountSid", "AC00000000000000000000000000000000"),
+            ("ApiVersion", "2010-04-01"),
+            ("CallSid", &call_sid),
+            ("CallStatus", "completed"),
+            ("CallDuration", "31"),
+            ("CallbackSource", "call-progress-events"),
+            ("Direction", "outbound-api"),
+            ("From", "+15559870000"),
+            ("To", &to),
+            ("Called", &to),
+            ("SequenceNumber", "3"),
+            ("Timestamp", &timestamp),
+        ]);
+        let signature = testkit::twilio_signature(AUTH_TOKEN, &url, &body);
+        Request {
+            url,
+            body,
+            signature,
+        }
+    }
+}
+
+/// The shape of one level.
+#[derive(Debug, Clone, Copy)]
+pub struct Plan {
+    pub concurrency: usize,
+    /// Run this long before measuring (connections open, caches warm).
+    pub warmup: Duration,
+    pub measure: Duration,
+}
+
+/// What one level measured. Counts and latencies are of requests answered
+/// inside the measured window; ids and totals are of the whole level.
+#[derive(Debug, Default)]
+pub struct Level {
+    pub concurrency: usize,
+    pub seconds: f64,
+    /// 202 latencies in the window, ms, ascending.
+    pub latencies_ms: Vec<f64>,
+    /// Requests in the window not answered 202 (any status, or no answer).
+    pub errors: u64,
+    /// Event ids of every 202 of the level, warm-up included.
+    pub accepted_ids: Vec<u128>,
+    /// Failures of the whole level, by kind.
+    pub failures: BTreeMap<String, u64>,
+    /// CPU in the window, by thread group and broker.
+    pub cpu: Split,
+    /// Mean time from produce to the delivery report in the window, ms.
+    pub produce_mean_ms: Option<f64>,
+}
+
+impl Level {
+    pub fn accepted(&self) -> u64 {
+        self.latencies_ms.len() as u64
+    }
+
+    pub fn accepted_per_s(&self) -> f64 {
+        self.accepted() as f64 / self.seconds
+    }
+}
+
+#[derive(Default)]
+struct TaskOut {
+    /// (answered at, latency ms) of each 202.
+    accepted: Vec<(Instant, f64)>,
+    ids: Vec<u128>,
+    failures: Vec<(Instant, String)>,
+}
+
+/// The HTTP client every task shares (one pool; a task keeps its connection).
+pub fn client(concurrency: usize, timeout: Duration) -> Result<reqwest::Client> {
+    reqwest::Client::builder()
+        .pool_max_idle_per_host(concurrency)
+        .tcp_nodelay(true)
+        .timeout(timeout)
+        .build()
+        .context("building the load generator's HTTP client")
+}
+
+/// Runs one level to its end and gathers what it measured.
+pub async fn level(
+    client: &reqwest::Client,
+    target: &Arc<Target>,
+    next: &Arc<AtomicU64>,
+    gateway: &AppState,
+    plan: Plan,
+) -> Result<Level> {
+    let started = Instant::now();
+    let window_start = started + plan.warmup;
+    let end = window_start + plan.measure;
+    let tasks: Vec<_> = (0..plan.concurrency)
+        .map(|_| {
+            let (client, target, next) = (client.clone(), target.clone(), next.clone());
+            tokio::spawn(worker(client, target, next, end))
+        })
+        .collect();
+
+    tokio::time::sleep_until(window_start.into()).await;
+    let (cpu_before, produce_before) = (Reading::now(), produce_totals(gateway));
+    tokio::time::sleep_until(end.into()).await;
+    let (cpu_after, produce_after) = (Reading::now(), produce_totals(gateway));
+
+    let mut level = Level {
+        concurrency: plan.concurrency,
+        seconds: plan.measure.as_secs_f64(),
+        cpu: cpu_after.since(&cpu_before),
+        produce_mean_ms: produce_before
+            .zip(produce_after)
+            .and_then(|((s0, n0), (s1, n1))| (n1 > n0).then(|| (s1 - s0) / (n1 - n0) * 1000.0)),
+        ..Level::default()
+    };
+    let in_window = |at: &Instant| *at >= window_start && *at < end;
+    for task in tasks {
+        let out = task.await.context("a load task panicked")?;
+        level.latencies_ms.extend(
+            out.accepted
+                .iter()
+                .filter(|(at, _)| in_window(at))
+                .map(|(_, ms)| *ms),
+        );
+        level.accepted_ids.extend(out.ids);
+        for (at, kind) in out.failures {
+            level.errors += u64::from(in_window(&at));
+            *level.failures.entry(kind).or_default() += 1;
+        }
+    }
+    level.latencies_ms.sort_by(f64::total_cmp);
+    Ok(level)
+}
+
+async fn worker(
+    client: reqwest::Client,
+    target: Arc<Target>,
+    next: Arc<AtomicU64>,
+    end: Instant,
+) -> TaskOut {
+    let mut out = TaskOut::default();
+    while Instant::now() < end {
+        let request = target.request(next.fetch_add(1, Ordering::Relaxed));
+        let sent = Instant::now();
+        let result = send(&client, request).await;
+        let answered = Instant::now();
+        match result {
+            Ok(id) => {
+                let ms = answered.duration_since(sent).as_secs_f64() * 1000.0;
+                out.accepted.push((answered, ms));
+                out.ids.push(id);
+            }
+            Err(kind) => out.failures.push((answered, kind)),
+        }
+    }
+    out
+}
+
+#[derive(Deserialize)]
+struct Accepted {
+    event_id: Uuid,
+}
+
+/// Posts one request; the event id of a 202, else what went wrong.
+async fn send(client: &reqwest::Client, request: Request) -> Result<u128, String> {
+    let response = client
+        .post(&request.url)
+        .header(CONTENT_TYPE, "application/x-www-form-urlencoded")
+        .header("x-twilio-signature", request.signature)
+        .body(request.body)
+        .send()
+        .await
+        .map_err(|e| transport(&e))?;
+    let status = response.status();
+    let body = response.bytes().await.map_err(|e| transport(&e))?;
+    if status != StatusCode::ACCEPTED {
+        return Err(format!("http {}", status.as_u16()));
+    }
+    let accepted: Accepted =
+        serde_json::from_slice(&body).map_err(|_| "202 without an event id".to_string())?;
+    Ok(accepted.event_id.as_u128())
+}
+
+fn transport(error: &reqwest::Error) -> String {
+    let kind = if error.is_timeout() {
+        "timeout"
+    } else if error.is_connect() {
+        "connect"
+    } else {
+        "other"
+    };
+    format!("transport {kind}")
+}
+
+/// Sum (s) and count of the gateway's acknowledged call-event produces,
+/// from its own Prometheus text (what `/metrics` serves).
+fn produce_totals(gateway: &AppState) -> Option<(f64, f64)> {
+    let text = gateway.metrics_text();
+    let value = |suffix: &str| {
+        let name = format!("callstream_gateway_produce_latency_seconds_{suffix}{{");
+        text.lines()
+            .filter(|l| l.starts_with(&name) && l.contains("result=\"acked\""))
+            .find_map(|l| l.rsplit_once(' ')?.1.trim().parse::<f64>().ok())
+    };
+    Some((value("sum")?, value("count")?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_are_distinct_calls_and_verify() {
+        let target = Target {
+            base_url: "http://127.0.0.1:1".into(),
+            run: 7,
+            contacts: 10,
+        };
+        let (a, b) = (target.request(1), target.request(11));
+        assert_ne!(a.body, b.body);
+        // Same contact (11 mod 10 = 1), different launch.
+        assert!(a.url.contains("contact_id=c-1&") && b.url.contains("contact_id=c-1&"));
+        assert_ne!(a.url, b.url);
+        let again = testkit::twilio_signature(AUTH_TOKEN, &a.url, &a.body);
+        assert_eq!(again, a.signature);
+    }
+}

@@ -1,0 +1,165 @@
+//! The two measurements, on one dispatcher and one set of topics:
+//!
+//! - throughput: a backlog of N launch commands, preloaded before the
+//!   dispatcher starts; the clock runs from its first record handled (so
+//!   group join and restore are left out, reported as `startup`) to the
+//!   N-th launch decided and visible to a `read_committed` reader;
+//! - latency: once the backlog is done, commands at a steady rate; for
+//!   each, the time from handing it to the producer to its decision being
+//!   visible downstream.
+
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Result};
+use callstream_platform::topics::LAUNCH_COMMANDS;
+use callstream_platform::KafkaSettings;
+use tracing::info;
+
+use crate::commands::{paced, Pace};
+use crate::outcomes::Outcomes;
+use crate::stack::{Dispatcher, Names};
+use crate::threads::Reading;
+
+const PROGRESS_EVERY: Duration = Duration::from_secs(5);
+
+/// What the throughput phase measured.
+pub struct Throughput {
+    pub launches: u64,
+    /// First record handled to the N-th decision visible.
+    pub seconds: f64,
+    /// Dispatcher start to first record handled.
+    pub startup_seconds: f64,
+    /// CPU seconds by thread group (and the broker) over the same span,
+    /// start-up included.
+    pub cpu: std::collections::BTreeMap<&'static str, f64>,
+}
+
+impl Throughput {
+    pub fn launches_per_s(&self) -> f64 {
+        self.launches as f64 / self.seconds
+    }
+}
+
+/// Starts the dispatcher through `start` and waits for `launches` decisions.
+pub fn throughput(
+    launches: u64,
+    outcomes: &mut Outcomes,
+    timeout: Duration,
+    start: impl FnOnce() -> Result<Dispatcher>,
+) -> Result<(Dispatcher, Throughput)> {
+    let cpu_before = Reading::now();
+    let started = Instant::now();
+    let mut dispatcher = start()?;
+    let mut first: Option<Instant> = None;
+    let mut last_progress = Instant::now();
+    while outcomes.count() < launches {
+        dispatcher.check()?;
+        if first.is_none() && dispatcher.metrics.records_in.get() > 0 {
+            first = Some(Instant::now());
+        }
+        outcomes.read_some(Duration::from_millis(10));
+        if started.elapsed() > timeout {
+            bail!(
+                "only {} of {launches} launches decided after {timeout:?} (dispatcher handled {} records)",
+                outcomes.count(),
+                dispatcher.metrics.records_in.get()
+            );
+        }
+        if last_progress.elapsed() >= PROGRESS_EVERY {
+            last_progress = Instant::now();
+            info!(
+                handled = dispatcher.metrics.records_in.get(),
+                decided = outcomes.count(),
+                "running"
+            );
+        }
+    }
+    let end = Instant::now();
+    let cpu = Reading::now().since(&cpu_before);
+    let first = first.unwrap_or(started);
+    Ok((
+        dispatcher,
+        Throughput {
+            launches,
+            seconds: end.duration_since(first).as_secs_f64(),
+            startup_seconds: first.duration_since(started).as_secs_f64(),
+            cpu,
+        },
+    ))
+}
+
+/// What the latency phase measured.
+pub struct Latency {
+    pub per_second: u64,
+    /// Command handed to the producer to decision visible, ms, per launch.
+    pub samples_ms: Vec<f64>,
+}
+
+/// Sends `pace` and waits for every one of its launches to be decided.
+pub fn latency(
+    settings: &KafkaSettings,
+    names: &Names,
+    run: u64,
+    pace: Pace,
+    outcomes: &mut Outcomes,
+    dispatcher: &mut Dispatcher,
+    timeout: Duration,
+) -> Result<Latency> {
+    let (tx, rx) = mpsc::channel();
+    let topic = names.topics.name(LAUNCH_COMMANDS);
+    let producer = paced(settings, &topic, run, pace, tx)?;
+    let decided_before = outcomes.count();
+    let mut sent: Vec<Option<Instant>> = vec![None; usize::try_from(pace.count)?];
+    let started = Instant::now();
+    let mut last_progress = Instant::now();
+    while outcomes.count() - decided_before < pace.count {
+        dispatcher.check()?;
+        take_sent(&rx, &mut sent, pace.first);
+        outcomes.read_some(Duration::from_millis(5));
+        if started.elapsed() > timeout {
+            bail!(
+                "only {} of {} paced launches decided after {timeout:?}",
+                outcomes.count() - decided_before,
+                pace.count
+            );
+        }
+        if last_progress.elapsed() >= PROGRESS_EVERY {
+            last_progress = Instant::now();
+            info!(
+                decided = outcomes.count() - decided_before,
+                of = pace.count,
+                "paced"
+            );
+        }
+    }
+    producer
+        .join()
+        .map_err(|_| anyhow!("the launch-command producer panicked"))??;
+    take_sent(&rx, &mut sent, pace.first);
+    let mut samples_ms = Vec::with_capacity(sent.len());
+    for (i, at) in sent.iter().enumerate() {
+        let n = pace.first + i as u64;
+        let (Some(at), Some((visible, _))) = (at, outcomes.decided.get(&n)) else {
+            bail!("launch {n} has no send time or no decision");
+        };
+        samples_ms.push(visible.saturating_duration_since(*at).as_secs_f64() * 1000.0);
+    }
+    Ok(Latency {
+        per_second: pace.per_second,
+        samples_ms,
+    })
+}
+
+/// Files the send times the producer reported so far.
+fn take_sent(rx: &mpsc::Receiver<(u64, Instant)>, sent: &mut [Option<Instant>], first: u64) {
+    for (n, at) in rx.try_iter() {
+        let slot = n
+            .checked_sub(first)
+            .and_then(|i| usize::try_from(i).ok())
+            .and_then(|i| sent.get_mut(i));
+        if let Some(slot) = slot {
+            *slot = Some(at);
+        }
+    }
+}
