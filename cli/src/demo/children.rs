@@ -24,8 +24,21 @@ pub struct Role {
     pub args: Vec<String>,
     /// Environment on top of the run's.
     pub env: Vec<(String, String)>,
-    /// A URL that answers 200 once the role is ready.
-    pub ready_url: String,
+    /// How to tell the role is ready.
+    pub ready: Ready,
+}
+
+/// How the orchestrator tells a role is ready.
+#[derive(Debug, Clone)]
+pub enum Ready {
+    /// A URL that answers 200 (the roles' `/readyz`).
+    Http(String),
+    /// A query on the run's database that returns `true` (the projections
+    /// serve no HTTP: they are ready once their first batch committed).
+    Sql {
+        pool: sqlx::PgPool,
+        query: &'static str,
+    },
 }
 
 struct Running {
@@ -113,13 +126,7 @@ impl Children {
                         tail(&r.log, 15)
                     );
                 }
-                let ok = self
-                    .http
-                    .get(&self.running[i].role.ready_url)
-                    .send()
-                    .await
-                    .is_ok_and(|r| r.status().is_success());
-                if !ok {
+                if !self.is_ready(&self.running[i].role.ready).await {
                     still.push(i);
                 }
             }
@@ -141,6 +148,21 @@ impl Children {
             sleep(Duration::from_millis(250)).await;
         }
         Ok(())
+    }
+
+    async fn is_ready(&self, ready: &Ready) -> bool {
+        match ready {
+            Ready::Http(url) => self
+                .http
+                .get(url)
+                .send()
+                .await
+                .is_ok_and(|r| r.status().is_success()),
+            Ready::Sql { pool, query } => sqlx::query_scalar::<_, bool>(query)
+                .fetch_one(pool)
+                .await
+                .unwrap_or(false),
+        }
     }
 
     fn poll_exit(&mut self, i: usize) -> Option<ExitStatus> {

@@ -1,27 +1,36 @@
 //! `callstream demo`: the whole pipeline on a simulated workload, as child
 //! processes of this binary, ending in a summary.
 //!
-//! A run gets its own topic prefix (see `setup`), applies the demo control
-//! file, starts the simulators, the gateway and every processor this binary
-//! has, sends the workload in bursts, injects faults (dropped completions
-//! and burst drops at the voice platform, CRM timeouts and an outage, an
-//! operator pausing a campaign), lets the pipeline run until it settles
-//! (bounded), and prints what happened, read back from the topics and the
-//! simulators' own counters, with the pipeline's invariants checked.
+//! A run gets its own topic prefix and database (see `setup`), applies the
+//! demo control file, starts the simulators, the gateway, every processor
+//! this binary has, the projections and the operator API, sends the
+//! workload in bursts, injects faults (dropped completions and burst drops
+//! at the voice platform, CRM timeouts and an outage, an operator pausing a
+//! campaign), lets the pipeline run until it settles (bounded), and prints
+//! what happened: read from the views, cross-checked against the topics and
+//! the simulators' own counters, with the pipeline's invariants checked;
+//! then a viewer token and example calls of the operator API.
 //!
 //! Guarantee: whatever happens (an error, Ctrl-C, a role crashing), every
 //! child is stopped before `run` returns.
 
+mod api;
+mod by_launch;
 mod children;
+mod database;
+mod finish;
 mod reader;
 mod render;
 mod roles;
+mod sections;
 mod settle;
 mod setup;
 mod sims;
 mod slots;
 mod summary;
 mod tally;
+mod views;
+mod zones;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -80,9 +89,14 @@ pub struct DemoArgs {
     /// How long the campaign stays paused (0s: no pause).
     #[arg(long, default_value = "20s", value_parser = parse_duration)]
     pub pause_for: Duration,
-    /// Delete the run's topics after the summary (not with --keep-running).
+    /// Put every lead in this time zone (IANA name), or `auto`: one where it
+    /// is mid-afternoon now, so every lead can be called during the run.
     #[arg(long)]
-    pub delete_topics: bool,
+    pub lead_zone: Option<String>,
+    /// Delete the run's topics and drop its database after the summary
+    /// (after Ctrl-C with --keep-running).
+    #[arg(long, alias = "delete-topics")]
+    pub clean_up: bool,
 }
 
 /// Parses `500ms`, `90s`, `2m`, `1h`, or plain seconds.
@@ -114,7 +128,7 @@ const READY_LIMIT: Duration = Duration::from_secs(120);
 const STOP_GRACE: Duration = Duration::from_secs(15);
 
 /// What the run produced before the children stopped.
-struct Outcome {
+pub(crate) struct Outcome {
     workload: callstream_workload::SendReport,
     stats: sims::SimStats,
     settled: bool,
@@ -139,22 +153,74 @@ pub async fn run(args: DemoArgs) -> Result<()> {
         "demo: {topics} topics, {changes} control settings from {}",
         run.control_path.display()
     );
-    let reader = reader::Reader::start(
+    let pool = if available.projections {
+        let pool = database::create(&run.base_database_url, &run.database).await?;
+        println!("demo: views in database {}", run.database);
+        Some(pool)
+    } else {
+        None
+    };
+    let mut reader = reader::Reader::start(
         &run.kafka,
         &roles::observed_topics(&run),
         &run.topic(callstream_platform::topics::DEAD_LETTERS),
     )?;
     let mut children = Children::new(exe, run.log_dir.clone(), run.env.clone())?;
-    let result = drive(&args, &run, &available, &mut children, &reader).await;
-    if args.keep_running {
-        if let Ok(outcome) = &result {
-            print_summary(&args, &run, &available, &children, &reader, outcome).await;
+    let result = drive(
+        &args,
+        &run,
+        &available,
+        pool.as_ref(),
+        &mut children,
+        &reader,
+    )
+    .await;
+    // Without --keep-running the processors stop first, so the topics hold
+    // their last word before the summary reads them (and the views catch up
+    // with it); the projections and the API stay up for the summary.
+    let mut stopped = Vec::new();
+    if !args.keep_running {
+        stopped.extend(children.stop(STOP_GRACE, roles::is_processor).await);
+    }
+    if let Ok(outcome) = &result {
+        finish::print_summary(finish::Sources {
+            args: &args,
+            run: &run,
+            available: &available,
+            children: &children,
+            reader: &reader,
+            pool: pool.as_ref(),
+            outcome,
+        })
+        .await;
+        if args.keep_running {
             roles::print_running(&run, &children);
             crate::signals::shutdown_signal().await;
         }
     }
-    let mut stopped = children.stop(STOP_GRACE, roles::is_processor).await;
+    stopped.extend(children.stop(STOP_GRACE, roles::is_processor).await);
     stopped.extend(children.stop(STOP_GRACE, |_| true).await);
+    report_stops(&stopped);
+    if let Some(pool) = pool {
+        pool.close().await;
+    }
+    // Before the topics go: a reader left running would log their deletion.
+    reader.stop();
+    result?;
+    if args.clean_up {
+        let n = setup::delete_topics(&run).await?;
+        if available.projections {
+            database::drop(&run.base_database_url, &run.database).await?;
+        }
+        println!(
+            "demo: deleted the run's {n} topics and dropped database {}",
+            run.database
+        );
+    }
+    Ok(())
+}
+
+fn report_stops(stopped: &[children::Stopped]) {
     let killed: Vec<_> = stopped
         .iter()
         .filter(|s| s.killed)
@@ -171,82 +237,17 @@ pub async fn run(args: DemoArgs) -> Result<()> {
             println!("demo: {} stopped with {status}", s.name);
         }
     }
-    let outcome = result?;
-    if !args.keep_running {
-        print_summary(&args, &run, &available, &children, &reader, &outcome).await;
-        if args.delete_topics {
-            let n = setup::delete_topics(&run).await?;
-            println!("demo: deleted the run's {n} topics");
-        }
-    }
-    Ok(())
-}
-
-async fn print_summary(
-    args: &DemoArgs,
-    run: &Run,
-    available: &roles::Available,
-    children: &Children,
-    reader: &reader::Reader,
-    outcome: &Outcome,
-) {
-    // The roles may have committed a last transaction while stopping.
-    if !reader
-        .drain(Duration::from_secs(1), Duration::from_secs(20))
-        .await
-    {
-        println!("demo: the reader did not catch up with every partition; counts may be short");
-    }
-    let bucket_ms = run
-        .setting("CALLSTREAM_DETECTOR_BUCKET_MS")
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(600_000);
-    let mut roles = available.names();
-    if roles.is_empty() {
-        roles = children.names();
-    }
-    let info = summary::RunInfo {
-        run_id: run.id.clone(),
-        topic_prefix: run.prefix.clone(),
-        contacts: args.contacts,
-        seconds: outcome.elapsed.as_secs_f64(),
-        settled: outcome.settled,
-        roles,
-        roles_missing: available.missing(),
-        log_dir: run.log_dir.display().to_string(),
-    };
-    let summary = match reader.tally.lock() {
-        Ok(t) => summary::build(
-            &t,
-            &outcome.stats,
-            summary::Context {
-                run: info,
-                workload: &outcome.workload,
-                control: &run.control,
-                bucket_ms,
-                recovery: available.recovery,
-            },
-        ),
-        Err(_) => {
-            println!("demo: the reader thread panicked; no summary");
-            return;
-        }
-    };
-    print!("{}", render::text(&summary));
-    println!();
-    for line in render::json_lines(&summary) {
-        println!("{line}");
-    }
 }
 
 async fn drive(
     args: &DemoArgs,
     run: &Run,
     available: &roles::Available,
+    pool: Option<&sqlx::PgPool>,
     children: &mut Children,
     reader: &reader::Reader,
 ) -> Result<Outcome> {
-    for role in roles::all(run, available)? {
+    for role in roles::all(run, available, pool)? {
         children.spawn(role)?;
     }
     println!("demo: started {}", children.names().join(", "));
@@ -258,7 +259,7 @@ async fn drive(
         .setting("DEMO_LAUNCH_TOKEN")
         .context("DEMO_LAUNCH_TOKEN is not in demo.env")?
         .to_owned();
-    let plan = callstream_workload::plan(&callstream_workload::PlanSettings {
+    let mut plan = callstream_workload::plan(&callstream_workload::PlanSettings {
         contacts: args.contacts,
         campaigns: vec![
             "spring-intake".into(),
@@ -268,6 +269,11 @@ async fn drive(
         id_prefix: run.id.clone(),
         seed: args.seed,
     });
+    if let Some(given) = &args.lead_zone {
+        let zone = zones::resolve(given, chrono::Utc::now())?;
+        zones::apply(&mut plan, &zone);
+        println!("demo: every lead in {zone}");
+    }
     let settings = callstream_workload::SendSettings {
         gateway: run.gateway_url.clone(),
         token,

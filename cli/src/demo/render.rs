@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use super::summary::Summary;
 use super::tally::Tally;
+use super::views::Views;
 
 fn list(map: &BTreeMap<String, u64>) -> String {
     if map.is_empty() {
@@ -24,6 +25,14 @@ fn list(map: &BTreeMap<String, u64>) -> String {
 
 fn ms(value: Option<i64>) -> String {
     value.map_or("-".into(), |v| format!("{:.1} s", v as f64 / 1000.0))
+}
+
+/// `n`, and what the topics said when they disagree on `figure`.
+fn checked(views: &Views, figure: &str, n: u64) -> String {
+    match views.disagreements.iter().find(|c| c.figure == figure) {
+        Some(c) => format!("{n} (topics: {})", c.topics),
+        None => n.to_string(),
+    }
 }
 
 /// One line of progress from the tally.
@@ -53,7 +62,7 @@ pub fn text(s: &Summary) -> String {
     let _ = writeln!(o, "\n=== callstream demo {}: summary ===", r.run_id);
     let _ = writeln!(
         o,
-        "run        {} contacts, {:.0} s, {}; topics {}*; logs {}",
+        "run        {} contacts, {:.0} s, {}; topics {}*; database {}; logs {}",
         r.contacts,
         r.seconds,
         if r.settled {
@@ -62,6 +71,7 @@ pub fn text(s: &Summary) -> String {
             "NOT settled (timed out)"
         },
         r.topic_prefix,
+        r.database,
         r.log_dir
     );
     let _ = writeln!(o, "roles      {}", r.roles.join(", "));
@@ -84,11 +94,17 @@ pub fn text(s: &Summary) -> String {
         list(&i.refused)
     );
     let j = &s.jobs;
+    let v = &s.views;
     let _ = writeln!(
         o,
         "\njobs       {} planned: {}",
-        j.planned,
+        checked(v, "jobs", v.figures.jobs_by_state.values().sum()),
         list(&j.planned_by_origin)
+    );
+    let _ = writeln!(
+        o,
+        "           by state (views): {}",
+        list(&v.figures.jobs_by_state)
     );
     let _ = writeln!(o, "           held {}: {}", j.held, list(&j.held_by_reason));
     let _ = writeln!(
@@ -161,6 +177,20 @@ pub fn text(s: &Summary) -> String {
     );
     let _ = writeln!(
         o,
+        "           accepted launches (views): {} with a completion, {} without",
+        checked(
+            v,
+            "accepted launches with a completion",
+            v.figures.with_completion
+        ),
+        checked(
+            v,
+            "accepted launches without a completion",
+            v.figures.without_completion
+        ),
+    );
+    let _ = writeln!(
+        o,
         "           completions delivered {}, missing {}, recovered {}, advanced {}, late {}, unresolved {}, still open {}",
         m.delivered, m.missing, m.recovered, m.advanced, m.late, m.unresolved, m.still_open
     );
@@ -171,20 +201,63 @@ pub fn text(s: &Summary) -> String {
         ms(m.recovery_ms_p90),
         m.alerts_raised
     );
-    let buckets: Vec<String> = m
-        .delivery_by_bucket
-        .iter()
-        .map(|b| {
-            format!(
-                "{} {}/{} ({:.0}%)",
-                b.start.get(11..16).unwrap_or(&b.start),
-                b.delivered,
-                b.launches,
-                b.rate * 100.0
-            )
-        })
-        .collect();
-    let _ = writeln!(o, "           delivered per bucket: {}", buckets.join(", "));
+    let hhmm = |start: &str| start.get(11..16).unwrap_or(start).to_owned();
+    let rate = |d: u64, n: u64| {
+        if n == 0 {
+            100.0
+        } else {
+            d as f64 * 100.0 / n as f64
+        }
+    };
+    let buckets: Vec<String> = if v.read {
+        v.figures
+            .delivery
+            .iter()
+            .map(|b| {
+                format!(
+                    "{} {}/{} ({:.0}%; recovered {}, missing {})",
+                    hhmm(&b.start),
+                    checked(v, &format!("bucket {} delivered", b.start), b.delivered),
+                    checked(v, &format!("bucket {} accepted", b.start), b.accepted),
+                    rate(b.delivered, b.accepted),
+                    b.recovered,
+                    b.missing
+                )
+            })
+            .collect()
+    } else {
+        m.delivery_by_bucket
+            .iter()
+            .map(|b| {
+                format!(
+                    "{} {}/{} ({:.0}%)",
+                    hhmm(&b.start),
+                    b.delivered,
+                    b.launches,
+                    b.rate * 100.0
+                )
+            })
+            .collect()
+    };
+    let _ = writeln!(
+        o,
+        "           delivered by the platform per {} bucket: {}",
+        if v.read {
+            "10-minute (views)"
+        } else {
+            "detector (topics)"
+        },
+        buckets.join(", ")
+    );
+    let d = &s.by_launch.dropped;
+    let _ = writeln!(
+        o,
+        "           by launch id: {} completions dropped ({} calls lost): {} recovered, {} advanced, {} not closed",
+        d.completions_dropped, d.calls_lost, d.recovered, d.advanced, d.not_closed
+    );
+    for e in &d.examples {
+        let _ = writeln!(o, "             NOT CLOSED {e}");
+    }
     let k = &s.crm;
     let _ = writeln!(
         o,
@@ -205,17 +278,95 @@ pub fn text(s: &Summary) -> String {
         k.duplicates,
         k.ops_written_twice
     );
+    let p = &s.by_launch.crm;
+    let _ = writeln!(
+        o,
+        "           per contact and launch: at most {} call record(s) and {} task(s) ({} launches with a call record, {} with a task)",
+        p.max_call_records, p.max_tasks, p.launches_with_call_record, p.launches_with_task
+    );
+    for e in &p.examples {
+        let _ = writeln!(o, "             TWICE {e}");
+    }
     let x = &s.exceptions;
     let _ = writeln!(
         o,
-        "\nexceptions {}; open at the end {}; dead letters {}",
+        "\nexceptions {}; open at the end {} (views: {}); dead letters {}",
         list(&x.opened_by_type),
         x.open_at_end,
+        checked(
+            v,
+            "exceptions open",
+            v.figures
+                .exceptions_by_status
+                .get("open")
+                .copied()
+                .unwrap_or(0)
+        ),
         x.dead_letters
     );
+    views_text(&mut o, v);
     let _ = writeln!(o, "\ninvariants");
     for (name, ok) in s.invariants.all() {
         let _ = writeln!(o, "  [{}] {name}", if ok { "ok" } else { "FAIL" });
+    }
+    o
+}
+
+fn views_text(o: &mut String, v: &Views) {
+    if !v.read {
+        let _ = writeln!(
+            o,
+            "\nviews      NOT READ from {}: {}",
+            v.database,
+            v.error
+                .as_deref()
+                .unwrap_or("no projections in this binary")
+        );
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "\nviews      database {}: {} figures compared with the topics (after {:.1} s), {}",
+        v.database,
+        v.compared,
+        v.waited_s,
+        if v.disagreements.is_empty() {
+            "all agree".to_string()
+        } else {
+            format!("{} DISAGREE", v.disagreements.len())
+        }
+    );
+    for c in &v.disagreements {
+        let _ = writeln!(
+            o,
+            "             {}: views {}, topics {}",
+            c.figure, c.views, c.topics
+        );
+    }
+}
+
+/// The operator API: a viewer token and example calls.
+pub fn api_text(s: &Summary, keep_running: bool) -> String {
+    let mut o = String::new();
+    let Some(api) = &s.api else {
+        return o;
+    };
+    let _ = writeln!(o, "\noperator API {} (tenant {})", api.url, api.tenant);
+    if let Some(e) = &api.error {
+        let _ = writeln!(o, "  not available: {e}");
+        return o;
+    }
+    let _ = writeln!(o, "  viewer token: {}", api.token);
+    for e in &api.examples {
+        let items = e.items.map_or(String::new(), |n| format!(", {n} items"));
+        let _ = writeln!(o, "  # {} (answered {}{items})", e.what, e.status);
+        let _ = writeln!(o, "  {}", api.curl(e));
+    }
+    if !keep_running {
+        let _ = writeln!(
+            o,
+            "  (the API stops with the run; `--keep-running` leaves it up)"
+        );
     }
     o
 }
@@ -241,8 +392,11 @@ pub fn json_lines(s: &Summary) -> Vec<String> {
         line("slots", &serde_json::json!({ "tenants": s.slots })),
         line("calls", &s.calls),
         line("completions", &s.completions),
+        line("by_launch", &s.by_launch),
         line("crm", &s.crm),
         line("exceptions", &s.exceptions),
+        line("views", &s.views),
+        line("api", &serde_json::json!({ "api": s.api })),
         line("invariants", &s.invariants),
     ]
 }

@@ -3,6 +3,11 @@
 //! The roles of the design that this binary cannot run yet (their
 //! subcommand is missing) are probed for, left out, and named in the
 //! summary, so the demo grows with the binary without a change here.
+//!
+//! The projections and the operator API use the run's own database
+//! (`DATABASE_URL` of the run's environment); the API listens on a free
+//! loopback port and is ready on `/readyz`, the projections (no HTTP) once
+//! their first batch has committed.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -10,7 +15,7 @@ use std::process::{Command, Stdio};
 use anyhow::Result;
 use callstream_platform::topics;
 
-use super::children::{Children, Role};
+use super::children::{Children, Ready, Role};
 use super::setup::{free_port, Run};
 
 /// The processors, in start order (`callstream process <name>`).
@@ -23,10 +28,16 @@ const PROCESSORS: &[&str] = &[
     "recovery",
 ];
 
+/// The Postgres side: the views, and the API that serves them.
+pub const PROJECTIONS: &str = "projections";
+pub const OPERATOR_API: &str = "operator-api";
+
 /// Which of the optional roles this binary has.
 #[derive(Debug, Clone, Default)]
 pub struct Available {
     pub recovery: bool,
+    pub projections: bool,
+    pub operator_api: bool,
     names: Vec<String>,
 }
 
@@ -50,7 +61,21 @@ impl Available {
                 recovery |= *p == "recovery";
             }
         }
-        Self { recovery, names }
+        let projections = has_subcommand(exe, &[PROJECTIONS]);
+        // The API reads the views: without the projections it has nothing to serve.
+        let operator_api = projections && has_subcommand(exe, &[OPERATOR_API]);
+        names.extend(
+            [(projections, PROJECTIONS), (operator_api, OPERATOR_API)]
+                .iter()
+                .filter(|(has, _)| *has)
+                .map(|(_, name)| (*name).to_string()),
+        );
+        Self {
+            recovery,
+            projections,
+            operator_api,
+            names,
+        }
     }
 
     /// The roles a run starts.
@@ -65,7 +90,14 @@ impl Available {
             .filter(|p| !self.names.iter().any(|n| n == *p))
             .map(|p| format!("process {p}"))
             .collect();
-        missing.extend(["projections".to_string(), "operator-api".into()]);
+        for (has, name) in [
+            (self.projections, PROJECTIONS),
+            (self.operator_api, OPERATOR_API),
+        ] {
+            if !has {
+                missing.push(name.to_string());
+            }
+        }
         missing
     }
 
@@ -80,26 +112,31 @@ pub fn is_processor(name: &str) -> bool {
     PROCESSORS.contains(&name)
 }
 
-/// Every role to start, simulators first.
-pub fn all(run: &Run, available: &Available) -> Result<Vec<Role>> {
+/// Ready once the projections committed a batch: the run's `control`
+/// topic always holds the settings applied before any role starts.
+const PROJECTIONS_READY: &str = "SELECT EXISTS (SELECT 1 FROM projection_offsets)";
+
+/// Every role to start, simulators first; `views` is a pool on the run's
+/// database (none: no projections, so no API either).
+pub fn all(run: &Run, available: &Available, views: Option<&sqlx::PgPool>) -> Result<Vec<Role>> {
     let mut roles = vec![
         Role {
             name: "sim-voice".into(),
             args: vec!["sim".into(), "voice".into()],
             env: Vec::new(),
-            ready_url: format!("{}/healthz", run.voice_url),
+            ready: Ready::Http(format!("{}/healthz", run.voice_url)),
         },
         Role {
             name: "sim-crm".into(),
             args: vec!["sim".into(), "crm".into()],
             env: Vec::new(),
-            ready_url: format!("{}/healthz", run.crm_url),
+            ready: Ready::Http(format!("{}/healthz", run.crm_url)),
         },
         Role {
             name: "gateway".into(),
             args: vec!["gateway".into()],
             env: Vec::new(),
-            ready_url: format!("{}/readyz", run.gateway_url),
+            ready: Ready::Http(format!("{}/readyz", run.gateway_url)),
         },
     ];
     for name in PROCESSORS.iter().filter(|p| available.has(p)) {
@@ -114,7 +151,29 @@ pub fn all(run: &Run, available: &Available) -> Result<Vec<Role>> {
                 ),
                 ("CALLSTREAM_INSTANCE_ID".into(), "0".into()),
             ],
-            ready_url: format!("http://127.0.0.1:{port}/readyz"),
+            ready: Ready::Http(format!("http://127.0.0.1:{port}/readyz")),
+        });
+    }
+    let Some(views) = views.filter(|_| available.projections) else {
+        return Ok(roles);
+    };
+    {
+        roles.push(Role {
+            name: PROJECTIONS.into(),
+            args: vec![PROJECTIONS.into()],
+            env: Vec::new(),
+            ready: Ready::Sql {
+                pool: views.clone(),
+                query: PROJECTIONS_READY,
+            },
+        });
+    }
+    if available.operator_api {
+        roles.push(Role {
+            name: OPERATOR_API.into(),
+            args: vec![OPERATOR_API.into()],
+            env: Vec::new(),
+            ready: Ready::Http(format!("{}/readyz", run.api_url)),
         });
     }
     Ok(roles)
@@ -142,6 +201,10 @@ pub fn print_running(run: &Run, children: &Children) {
     println!(
         "  control            CALLSTREAM_TOPIC_PREFIX={} callstream control show",
         run.prefix
+    );
+    println!(
+        "  views (Postgres)   psql {}",
+        super::database::redact(&run.database_url)
     );
     println!("  logs               {}", run.log_dir.display());
 }

@@ -5,7 +5,8 @@
 //! Runs are kept apart by the topic prefix `demo-<run id>-`: the topics, the
 //! processors' consumer groups, changelogs and transactional ids (the app id
 //! carries the prefix) are the run's own, so a run starts from empty state
-//! and its summary counts exactly what it did.
+//! and its summary counts exactly what it did. Its views live in a database
+//! of its own (see `database`), for the same reason.
 
 use std::collections::BTreeMap;
 use std::net::TcpListener;
@@ -31,6 +32,13 @@ pub struct Run {
     pub gateway_url: String,
     pub voice_url: String,
     pub crm_url: String,
+    /// The operator API's base URL (a free loopback port).
+    pub api_url: String,
+    /// `DATABASE_URL` as given (the server the run's database is created on).
+    pub base_database_url: String,
+    /// The run's own database: its name and URL (the roles' `DATABASE_URL`).
+    pub database: String,
+    pub database_url: String,
     pub control: ControlFile,
     pub control_path: PathBuf,
 }
@@ -149,16 +157,21 @@ pub fn prepare(args: &DemoArgs) -> Result<Run> {
     std::fs::create_dir_all(&log_dir).with_context(|| format!("creating {}", log_dir.display()))?;
 
     let env_path = dir.join("demo.env");
-    let mut env: BTreeMap<String, String> = parse_env(&read(&env_path)?)
-        .with_context(|| format!("reading {}", env_path.display()))?
-        .into_iter()
-        .collect();
+    let file =
+        parse_env(&read(&env_path)?).with_context(|| format!("reading {}", env_path.display()))?;
+    let mut env = overridden(file, |key| std::env::var(key).ok());
     let bootstrap = std::env::var("KAFKA_BOOTSTRAP_SERVERS")
         .unwrap_or_else(|_| callstream_platform::kafka::DEFAULT_BOOTSTRAP_SERVERS.into());
-    let (gateway, voice, crm) = (free_port()?, free_port()?, free_port()?);
+    let base_database_url = std::env::var("DATABASE_URL")
+        .unwrap_or_else(|_| callstream_projections::config::DEFAULT_DATABASE_URL.into());
+    let database = super::database::database_name(&id);
+    let database_url =
+        super::database::with_database(&base_database_url, &database).context("DATABASE_URL")?;
+    let (gateway, voice, crm, api) = (free_port()?, free_port()?, free_port()?, free_port()?);
     let gateway_url = format!("http://127.0.0.1:{gateway}");
     let voice_url = format!("http://127.0.0.1:{voice}");
     let crm_url = format!("http://127.0.0.1:{crm}");
+    let api_url = format!("http://127.0.0.1:{api}");
     let control_path = args
         .control
         .clone()
@@ -181,6 +194,8 @@ pub fn prepare(args: &DemoArgs) -> Result<Run> {
         ),
         ("SIM_CRM_LISTEN", format!("127.0.0.1:{crm}")),
         ("CALLSTREAM_CRM_BASE_URL", crm_url.clone()),
+        ("DATABASE_URL", database_url.clone()),
+        ("CALLSTREAM_OPERATOR_API_LISTEN", format!("127.0.0.1:{api}")),
     ];
     for (key, value) in run_env {
         env.insert(key.to_owned(), value);
@@ -207,9 +222,32 @@ pub fn prepare(args: &DemoArgs) -> Result<Run> {
         gateway_url,
         voice_url,
         crm_url,
+        api_url,
+        base_database_url,
+        database,
+        database_url,
         control,
         control_path,
     })
+}
+
+/// The settings of demo.env, each replaced by the demo's own environment
+/// where that has it (`SIM_VOICE_COMPLETION_DROP_SHARE=0.05 callstream demo`),
+/// except `RUST_LOG`: that is the orchestrator's own level (`cargo xtask
+/// demo` quietens it), while the roles log to their files at the file's.
+pub fn overridden(
+    file: Vec<(String, String)>,
+    outer: impl Fn(&str) -> Option<String>,
+) -> BTreeMap<String, String> {
+    file.into_iter()
+        .map(|(key, value)| {
+            let value = match outer(&key) {
+                Some(v) if key != "RUST_LOG" => v,
+                _ => value,
+            };
+            (key, value)
+        })
+        .collect()
 }
 
 /// Creates the run's topics; returns how many.
@@ -220,19 +258,30 @@ pub async fn create_topics(run: &Run) -> Result<usize> {
     Ok(report.created.len() + report.existing.len())
 }
 
-/// Publishes `file` to the run's `control` topic; returns the number of changes.
+/// Publishes `file` to the run's `control` topic; returns the number of
+/// changes. Retried for a while: right after the topics are created the
+/// broker may still be electing their leaders (`NotLeaderForPartition`).
 pub async fn apply_control(run: &Run, file: &ControlFile, reason: &str) -> Result<usize> {
-    let report = callstream_control::apply_file(
-        &run.kafka,
-        &run.topic(callstream_platform::topics::CONTROL),
-        file,
-        Actor::operator("callstream-demo"),
-        Some(reason.to_owned()),
-        false,
-    )
-    .await
-    .context("applying the control file")?;
-    Ok(report.changes.len())
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let attempt = callstream_control::apply_file(
+            &run.kafka,
+            &run.topic(callstream_platform::topics::CONTROL),
+            file,
+            Actor::operator("callstream-demo"),
+            Some(reason.to_owned()),
+            false,
+        )
+        .await;
+        match attempt {
+            Ok(report) => return Ok(report.changes.len()),
+            Err(e) if std::time::Instant::now() < deadline => {
+                tracing::debug!(error = %e, "applying the control file; retrying");
+                tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+            }
+            Err(e) => return Err(e).context("applying the control file"),
+        }
+    }
 }
 
 /// Deletes the run's topics and the changelogs of its processors.
@@ -301,6 +350,24 @@ mod tests {
         for campaign in ["spring-intake", "fall-intake", "reengage"] {
             assert!(acme.campaigns.contains_key(campaign), "{campaign}");
         }
+    }
+
+    #[test]
+    fn the_demos_environment_wins_over_the_file_but_not_for_rust_log() {
+        let file = vec![
+            ("RUST_LOG".to_string(), "info".to_string()),
+            ("SIM_VOICE_COMPLETION_DROP_SHARE".into(), "0.04".into()),
+            ("SIM_CRM_SEED".into(), "5".into()),
+        ];
+        let outer = |key: &str| match key {
+            "RUST_LOG" => Some("warn".to_string()),
+            "SIM_VOICE_COMPLETION_DROP_SHARE" => Some("0.05".to_string()),
+            _ => None,
+        };
+        let env = overridden(file, outer);
+        assert_eq!(env["RUST_LOG"], "info");
+        assert_eq!(env["SIM_VOICE_COMPLETION_DROP_SHARE"], "0.05");
+        assert_eq!(env["SIM_CRM_SEED"], "5");
     }
 
     #[test]

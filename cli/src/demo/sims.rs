@@ -1,5 +1,6 @@
-//! The simulators' side of the run: their counters (`GET /_sim/stats`),
-//! which are the outside world's own account of what callstream did to it,
+//! The simulators' side of the run: their counters (`GET /_sim/stats`) and
+//! the voice platform's calls (`GET /_sim/calls`), which are the outside
+//! world's own account of what callstream did to it,
 //! and the faults the demo injects while the run goes on (a CRM outage, a
 //! campaign paused and resumed by an operator).
 
@@ -11,11 +12,13 @@ use serde_json::{json, Value};
 
 use super::setup::{apply_control, Run};
 
-/// Both simulators' counters, as they answered.
+/// Both simulators' counters, as they answered, and the voice platform's
+/// list of calls (`/_sim/calls`: launch id, dropped completion, lost call).
 #[derive(Debug, Clone, Default)]
 pub struct SimStats {
     pub voice: Value,
     pub crm: Value,
+    pub calls: Value,
 }
 
 /// A whole-number counter of a stats document (0 when absent).
@@ -47,12 +50,13 @@ async fn get(http: &reqwest::Client, url: &str) -> Result<Value> {
         .with_context(|| format!("reading {url}"))
 }
 
-/// Reads both simulators' stats.
+/// Reads both simulators' stats and the voice platform's calls.
 pub async fn stats(run: &Run) -> Result<SimStats> {
     let http = client()?;
     Ok(SimStats {
         voice: get(&http, &format!("{}/_sim/stats", run.voice_url)).await?,
         crm: get(&http, &format!("{}/_sim/stats", run.crm_url)).await?,
+        calls: get(&http, &format!("{}/_sim/calls", run.voice_url)).await?,
     })
 }
 

@@ -85,6 +85,9 @@ pub struct Tally {
 
     /// CRM commands by operation id: the action.
     pub crm_commands: HashMap<Uuid, String>,
+    /// CRM commands by operation id: the contact and the provider call id,
+    /// so CRM objects can be counted per contact and launch.
+    pub crm_targets: HashMap<Uuid, (String, Option<String>)>,
     /// CRM results by operation id: action, status, attempts (the latest result).
     pub crm_results: HashMap<Uuid, (String, String, i32)>,
 
@@ -150,6 +153,8 @@ impl Tally {
             AnyEvent::CrmCommand(c) => {
                 self.crm_commands
                     .insert(c.operation_id, c.action.as_str().to_owned());
+                self.crm_targets
+                    .insert(c.operation_id, (c.contact_id, c.call_id));
             }
             AnyEvent::CrmResult(r) => {
                 self.crm_results.insert(

@@ -1,0 +1,121 @@
+//! The end of a run: wait until the topic reader and the views have caught
+//! up with the pipeline's last commits, try the operator API, and print the
+//! summary (text, then JSON lines) with the API's token and example calls.
+
+use std::time::Duration;
+
+use sqlx::PgPool;
+
+use super::children::Children;
+use super::reader::Reader;
+use super::roles::Available;
+use super::setup::Run;
+use super::{api, render, summary, views, DemoArgs, Outcome};
+
+/// How long the views must stand still before a difference counts as real.
+const VIEWS_QUIET: Duration = Duration::from_secs(5);
+/// The longest the summary waits for the views.
+const VIEWS_LIMIT: Duration = Duration::from_secs(60);
+
+/// Everything the summary is made from.
+pub struct Sources<'a> {
+    pub args: &'a DemoArgs,
+    pub run: &'a Run,
+    pub available: &'a Available,
+    pub children: &'a Children,
+    pub reader: &'a Reader,
+    pub pool: Option<&'a PgPool>,
+    pub outcome: &'a Outcome,
+}
+
+/// Builds and prints the summary.
+pub async fn print_summary(src: Sources<'_>) {
+    let Sources {
+        args,
+        run,
+        available,
+        children,
+        reader,
+        pool,
+        outcome,
+    } = src;
+    // The roles may have committed a last transaction while stopping.
+    if !reader
+        .drain(Duration::from_secs(1), Duration::from_secs(20))
+        .await
+    {
+        println!("demo: the reader did not catch up with every partition; counts may be short");
+    }
+    let bucket_ms = run
+        .setting("CALLSTREAM_DETECTOR_BUCKET_MS")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(600_000);
+    let mut roles = available.names();
+    if roles.is_empty() {
+        roles = children.names();
+    }
+    let info = summary::RunInfo {
+        run_id: run.id.clone(),
+        topic_prefix: run.prefix.clone(),
+        database: run.database.clone(),
+        contacts: args.contacts,
+        seconds: outcome.elapsed.as_secs_f64(),
+        settled: outcome.settled,
+        roles,
+        roles_missing: available.missing(),
+        log_dir: run.log_dir.display().to_string(),
+    };
+    // The tally is final now (drained); taken out so no lock is held while
+    // the views are awaited.
+    let tally = match reader.tally.lock() {
+        Ok(mut t) => std::mem::take(&mut *t),
+        Err(_) => {
+            println!("demo: the reader thread panicked; no summary");
+            return;
+        }
+    };
+    let views = match pool {
+        Some(pool) if available.projections => {
+            views::settle(pool, &run.database, &tally, VIEWS_QUIET, VIEWS_LIMIT).await
+        }
+        _ => views::Views {
+            database: run.database.clone(),
+            ..views::Views::default()
+        },
+    };
+    let api = match pool {
+        Some(pool) if available.operator_api => {
+            Some(api::examples(pool, &run.api_url, &tenant(run)).await)
+        }
+        _ => None,
+    };
+    let summary = summary::build(
+        &tally,
+        &outcome.stats,
+        summary::Context {
+            run: info,
+            workload: &outcome.workload,
+            control: &run.control,
+            bucket_ms,
+            recovery: available.recovery,
+            views,
+            api,
+        },
+    );
+    print!("{}", render::text(&summary));
+    println!();
+    for line in render::json_lines(&summary) {
+        println!("{line}");
+    }
+    print!("{}", render::api_text(&summary, args.keep_running));
+}
+
+/// The tenant the workload runs as: the control file's first.
+fn tenant(run: &Run) -> String {
+    run.control
+        .tenants
+        .keys()
+        .next()
+        .cloned()
+        .unwrap_or_else(|| "acme".into())
+}
