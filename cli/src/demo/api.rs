@@ -4,6 +4,7 @@
 //! answers, and printed as `curl` lines to paste while `--keep-running`
 //! leaves it up.
 
+use std::fmt::Write;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
@@ -48,6 +49,29 @@ impl Api {
             self.token, self.url, e.path
         )
     }
+}
+
+/// The operator API: a viewer token and example calls.
+pub fn text(api: &Api, keep_running: bool) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "\noperator API {} (tenant {})", api.url, api.tenant);
+    if let Some(e) = &api.error {
+        let _ = writeln!(o, "  not available: {e}");
+        return o;
+    }
+    let _ = writeln!(o, "  viewer token: {}", api.token);
+    for e in &api.examples {
+        let items = e.items.map_or(String::new(), |n| format!(", {n} items"));
+        let _ = writeln!(o, "  # {} (answered {}{items})", e.what, e.status);
+        let _ = writeln!(o, "  {}", api.curl(e));
+    }
+    if !keep_running {
+        let _ = writeln!(
+            o,
+            "  (the API stops with the run; `--keep-running` leaves it up)"
+        );
+    }
+    o
 }
 
 /// A contact worth a look: one whose completion was recovered, else any

@@ -107,7 +107,9 @@ pub async fn print_summary(src: Sources<'_>) {
     for line in render::json_lines(&summary) {
         println!("{line}");
     }
-    print!("{}", render::api_text(&summary, args.keep_running));
+    if let Some(api) = &summary.api {
+        print!("{}", api::text(api, args.keep_running));
+    }
 }
 
 /// The tenant the workload runs as: the control file's first.

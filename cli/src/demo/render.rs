@@ -304,69 +304,10 @@ pub fn text(s: &Summary) -> String {
         ),
         x.dead_letters
     );
-    views_text(&mut o, v);
+    v.write_text(&mut o);
     let _ = writeln!(o, "\ninvariants");
     for (name, ok) in s.invariants.all() {
         let _ = writeln!(o, "  [{}] {name}", if ok { "ok" } else { "FAIL" });
-    }
-    o
-}
-
-fn views_text(o: &mut String, v: &Views) {
-    if !v.read {
-        let _ = writeln!(
-            o,
-            "\nviews      NOT READ from {}: {}",
-            v.database,
-            v.error
-                .as_deref()
-                .unwrap_or("no projections in this binary")
-        );
-        return;
-    }
-    let _ = writeln!(
-        o,
-        "\nviews      database {}: {} figures compared with the topics (after {:.1} s), {}",
-        v.database,
-        v.compared,
-        v.waited_s,
-        if v.disagreements.is_empty() {
-            "all agree".to_string()
-        } else {
-            format!("{} DISAGREE", v.disagreements.len())
-        }
-    );
-    for c in &v.disagreements {
-        let _ = writeln!(
-            o,
-            "             {}: views {}, topics {}",
-            c.figure, c.views, c.topics
-        );
-    }
-}
-
-/// The operator API: a viewer token and example calls.
-pub fn api_text(s: &Summary, keep_running: bool) -> String {
-    let mut o = String::new();
-    let Some(api) = &s.api else {
-        return o;
-    };
-    let _ = writeln!(o, "\noperator API {} (tenant {})", api.url, api.tenant);
-    if let Some(e) = &api.error {
-        let _ = writeln!(o, "  not available: {e}");
-        return o;
-    }
-    let _ = writeln!(o, "  viewer token: {}", api.token);
-    for e in &api.examples {
-        let items = e.items.map_or(String::new(), |n| format!(", {n} items"));
-        let _ = writeln!(o, "  # {} (answered {}{items})", e.what, e.status);
-        let _ = writeln!(o, "  {}", api.curl(e));
-    }
-    if !keep_running {
-        let _ = writeln!(
-            o,
-            "  (the API stops with the run; `--keep-running` leaves it up)"
-        );
     }
     o
 }

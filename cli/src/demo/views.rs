@@ -10,6 +10,7 @@
 //! whole run can tell.
 
 use std::collections::BTreeMap;
+use std::fmt::Write;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
@@ -76,6 +77,43 @@ impl Views {
     /// Read and compared, with no difference.
     pub fn agree(&self) -> bool {
         self.read && self.compared > 0 && self.disagreements.is_empty()
+    }
+}
+
+impl Views {
+    /// The section as text: where the views were read, and any difference.
+    pub fn write_text(&self, o: &mut String) {
+        let v = self;
+        if !v.read {
+            let _ = writeln!(
+                o,
+                "\nviews      NOT READ from {}: {}",
+                v.database,
+                v.error
+                    .as_deref()
+                    .unwrap_or("no projections in this binary")
+            );
+            return;
+        }
+        let _ = writeln!(
+            o,
+            "\nviews      database {}: {} figures compared with the topics (after {:.1} s), {}",
+            v.database,
+            v.compared,
+            v.waited_s,
+            if v.disagreements.is_empty() {
+                "all agree".to_string()
+            } else {
+                format!("{} DISAGREE", v.disagreements.len())
+            }
+        );
+        for c in &v.disagreements {
+            let _ = writeln!(
+                o,
+                "             {}: views {}, topics {}",
+                c.figure, c.views, c.topics
+            );
+        }
     }
 }
 
