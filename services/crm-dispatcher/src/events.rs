@@ -1,17 +1,21 @@
 //! The records the dispatcher emits: a `crm-result` for every command it
-//! settles and an `exception` for every one that failed for good, both
-//! keyed by contact, with the schemas' headers, the event id header and the
-//! command's trace context.
+//! settles, an `exception` opened for every one that failed for good (and
+//! its closing, when an operator retries it or it settles otherwise), both
+//! keyed by contact, and an `audit` event (keyed by tenant) for every
+//! operator retry; with the schemas' headers, the event id header and the
+//! trace context.
 //!
 //! Event ids are UUIDv5 over the operation id and the ordinal of the
 //! result (or exception) for that operation, which the ledger counts: a
 //! step repeated after an aborted transaction emits the same ids, and a
-//! command that comes again (a replay) gets new ones.
+//! command that comes again (a replay) gets new ones. A closing's id is
+//! derived from the exception's id (an exception closes once), an audit
+//! event's from the operator command's.
 
 use callstream_runtime::{header, Output};
 use callstream_schemas::{
-    Actor, CrmCommand, CrmResult, CrmResultStatus, EncodeError, Event, ExceptionEvent,
-    ExceptionStatus, ExceptionType,
+    Actor, AuditEvent, AuditResult, ContactCommand, CrmCommand, CrmResult, CrmResultStatus,
+    EncodeError, Event, ExceptionEvent, ExceptionStatus, ExceptionType,
 };
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
@@ -25,6 +29,7 @@ pub const EVENT_ID_NAMESPACE: Uuid = Uuid::from_u128(0x8b86_f0a1_94d0_556b_8d1e_
 pub struct OutputTopics {
     pub results: String,
     pub exceptions: String,
+    pub audit: String,
 }
 
 fn event_id(op: &Uuid, what: &str, ordinal: u32) -> Uuid {
@@ -32,6 +37,11 @@ fn event_id(op: &Uuid, what: &str, ordinal: u32) -> Uuid {
         &EVENT_ID_NAMESPACE,
         format!("{op}/{what}/{ordinal}").as_bytes(),
     )
+}
+
+/// The id of the `ordinal`-th exception opened for operation `op`.
+pub fn exception_id(op: &Uuid, ordinal: u32) -> Uuid {
+    event_id(op, "exception", ordinal)
 }
 
 fn at(ms: i64) -> DateTime<Utc> {
@@ -96,7 +106,7 @@ pub fn exception(
         occurred_at: at(now_ms),
         causation_id: Some(command.event_id),
         correlation_id: Some(command.correlation_id.unwrap_or(command.event_id)),
-        exception_id: event_id(&command.operation_id, "exception", ordinal),
+        exception_id: exception_id(&command.operation_id, ordinal),
         status: ExceptionStatus::Open,
         exception_type: ExceptionType::CrmFailed,
         urgent: false,
@@ -113,6 +123,87 @@ pub fn exception(
     };
     output(&topics.exceptions, &command.contact_id, &event, traceparent)
 }
+
+/// How an open exception is closed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Closing {
+    pub exception_id: Uuid,
+    /// Who closed it: the operator who retried, or this service.
+    pub actor: Actor,
+    /// What closed it (`retried`, `superseded`, `settled`).
+    pub reason: String,
+    pub detail: Option<String>,
+    /// The event that closed it: the operator's command or the command.
+    pub causation_id: Uuid,
+}
+
+/// The `resolved` change of the exception opened for `command`.
+pub fn exception_resolved(
+    topics: &OutputTopics,
+    command: &CrmCommand,
+    closing: &Closing,
+    now_ms: i64,
+    traceparent: Option<&str>,
+) -> Result<Output, EncodeError> {
+    let event = ExceptionEvent {
+        event_id: event_id(&closing.exception_id, "closed", 0),
+        tenant_id: command.tenant_id.clone(),
+        occurred_at: at(now_ms),
+        causation_id: Some(closing.causation_id),
+        correlation_id: Some(command.correlation_id.unwrap_or(command.event_id)),
+        exception_id: closing.exception_id,
+        status: ExceptionStatus::Resolved,
+        exception_type: ExceptionType::CrmFailed,
+        urgent: false,
+        contact_id: command.contact_id.clone(),
+        campaign_id: command.campaign_id.clone(),
+        job_id: None,
+        launch_id: None,
+        call_id: command.call_id.clone(),
+        operation_id: Some(command.operation_id),
+        reason: closing.reason.clone(),
+        detail: closing.detail.clone(),
+        actor: closing.actor.clone(),
+        assignee: command.owner_id.clone(),
+    };
+    output(&topics.exceptions, &command.contact_id, &event, traceparent)
+}
+
+/// The audit event of an operator's retry of the exception it names:
+/// carried out or refused, with the reason code; the operator's own words
+/// are its detail.
+pub fn retry_audit(
+    topics: &OutputTopics,
+    request: &ContactCommand,
+    result: AuditResult,
+    reason: &str,
+    now_ms: i64,
+    traceparent: Option<&str>,
+) -> Result<Output, EncodeError> {
+    let event = AuditEvent {
+        event_id: event_id(&request.event_id, "audit", 0),
+        tenant_id: request.tenant_id.clone(),
+        occurred_at: at(now_ms),
+        causation_id: Some(request.event_id),
+        correlation_id: Some(request.correlation_id.unwrap_or(request.event_id)),
+        actor: request.actor.clone(),
+        action: RETRY_ACTION.to_owned(),
+        subject_type: "exception".to_owned(),
+        subject_id: request
+            .exception_id
+            .map(|e| e.to_string())
+            .unwrap_or_default(),
+        contact_id: Some(request.contact_id.clone()),
+        command_id: Some(request.event_id),
+        result,
+        reason: Some(reason.to_owned()),
+        detail: request.reason.clone(),
+    };
+    output(&topics.audit, &request.tenant_id, &event, traceparent)
+}
+
+/// The audit action of an operator's retry of a failed CRM command.
+pub const RETRY_ACTION: &str = "crm.retry";
 
 fn output<E: Event>(
     topic: &str,

@@ -16,7 +16,10 @@
 //!   jittered delays, honouring `Retry-After`, up to a bound; the waiting
 //!   command is parked on a durable timer, so only its contact's later
 //!   commands wait. At the bound: a `failed` result and a `crm_failed`
-//!   exception with the contact, the command and the last error.
+//!   exception with the contact, the command and the last error; the
+//!   ledger keeps the command, and an operator's retry of the exception
+//!   (a `retry_now` contact command on `crm-commands`, see [`retry`]) runs
+//!   it again, searching first, so a retry never duplicates.
 //! - The write switch and shadow mode are read from `control` for every
 //!   command: writes off records `suppressed` (the command kept for replay);
 //!   shadow mode logs what would be sent.
@@ -46,6 +49,7 @@ mod machine;
 pub mod policy;
 mod processor;
 pub mod request;
+pub mod retry;
 mod settle;
 pub mod state;
 pub mod wire;
@@ -77,6 +81,7 @@ pub fn spec(topics: &Topics, app_id: &str) -> ProcessorSpec {
         .store(state::QUEUE)
         .store(state::LEDGER)
         .store(state::SUPPRESSED)
+        .store(state::RETRYABLE)
         .global_table(topics.name(topics::CONTROL))
 }
 
@@ -85,6 +90,7 @@ pub fn output_topics(topics: &Topics) -> OutputTopics {
     OutputTopics {
         results: topics.name(topics::CRM_RESULTS),
         exceptions: topics.name(topics::EXCEPTIONS),
+        audit: topics.name(topics::AUDIT),
     }
 }
 

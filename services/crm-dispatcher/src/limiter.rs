@@ -3,9 +3,12 @@
 //! rather than the flow control. A `429` with `Retry-After` also holds back
 //! every request of that token until the time it names.
 //!
-//! Guarantee: requests of one token pass at most `QuotaPlan::max_per_window`
-//! per window (see `RateLimit::plan`); a wait never outlasts the deadline
-//! given, so a request that could not go in time is not sent at all.
+//! Guarantees: requests of one token pass at most `QuotaPlan::max_per_window`
+//! per window (see `RateLimit::plan`); they pass in the order they started
+//! waiting (a fair queue in front of the GCRA, whose own waiters race), so
+//! a contact's request waits its turn behind the requests already waiting,
+//! never for a backlog that keeps coming; a wait never outlasts the
+//! deadline given, so a request that could not go in time is not sent.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -20,6 +23,8 @@ use crate::config::RateLimit;
 #[derive(Debug)]
 struct TokenLimit {
     gcra: Option<DefaultDirectRateLimiter>,
+    /// The queue of waiters: tokio's mutex hands itself on in FIFO order.
+    turn: tokio::sync::Mutex<()>,
     /// Until when (ms since `epoch`) the CRM asked this token to hold off.
     paused_until: AtomicU64,
 }
@@ -73,9 +78,15 @@ impl Limiters {
         }
         match &limit.gcra {
             None => Instant::now() <= deadline,
-            Some(gcra) => tokio::time::timeout_at(deadline.into(), gcra.until_ready())
-                .await
-                .is_ok(),
+            Some(gcra) => {
+                let in_turn = async {
+                    let _turn = limit.turn.lock().await;
+                    gcra.until_ready().await;
+                };
+                tokio::time::timeout_at(deadline.into(), in_turn)
+                    .await
+                    .is_ok()
+            }
         }
     }
 
@@ -94,6 +105,7 @@ fn token_limit(limit: &RateLimit) -> TokenLimit {
     });
     TokenLimit {
         gcra,
+        turn: tokio::sync::Mutex::new(()),
         paused_until: AtomicU64::new(0),
     }
 }
@@ -121,6 +133,32 @@ mod tests {
         );
         let later = Instant::now() + Duration::from_millis(400);
         assert!(limiters.acquire("a", later).await);
+    }
+
+    #[tokio::test]
+    async fn waiters_pass_in_the_order_they_came() {
+        // 2 per 100 ms, headroom 0.5: one request per 100 ms, burst 1.
+        let limit = RateLimit {
+            max_requests: 2,
+            window: Duration::from_millis(100),
+            headroom: 0.5,
+        };
+        let limiters = Limiters::new(limit, ["a"]);
+        let passed = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let mut waiters = Vec::new();
+        for n in 0..6 {
+            let (limiters, passed) = (limiters.clone(), passed.clone());
+            waiters.push(tokio::spawn(async move {
+                assert!(limiters.acquire("a", deadline).await);
+                passed.lock().unwrap().push(n);
+            }));
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        for waiter in waiters {
+            waiter.await.unwrap();
+        }
+        assert_eq!(*passed.lock().unwrap(), [0, 1, 2, 3, 4, 5]);
     }
 
     #[tokio::test]

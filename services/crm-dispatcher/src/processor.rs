@@ -1,9 +1,10 @@
-//! The `Processor` the runtime runs: decodes what arrives (a command, a
-//! timer, an effect result), loads the contact's state, lets the state
-//! machine take one step and saves the state, all in one transaction.
+//! The `Processor` the runtime runs: decodes what arrives (a command or an
+//! operator's retry on `crm-commands`, a timer, an effect result), loads the
+//! contact's state, lets the state machine take one step and saves the
+//! state, all in one transaction.
 
 use callstream_runtime::{header, Context, EffectResult, ProcessError, Processor, Record, Timer};
-use callstream_schemas::{CrmCommand, Event};
+use callstream_schemas::{ContactCommand, CrmCommand, DecodeError, Event};
 
 use crate::control::Switches;
 use crate::machine::{Env, Step, TIMER};
@@ -25,26 +26,59 @@ fn utf8(bytes: &[u8], what: &str) -> Result<String, ProcessError> {
         .map_err(|_| ProcessError::Invalid(format!("{what} is not UTF-8")))
 }
 
+/// What `crm-commands` carries.
+enum Arrival {
+    Command(CrmCommand),
+    /// An operator's retry of a failed command (see `retry`).
+    Retry(ContactCommand),
+}
+
+/// Decodes a `crm-commands` value: a CRM command, else an operator's retry.
+fn decode(bytes: &[u8]) -> Result<Arrival, ProcessError> {
+    let decode_error = |e: DecodeError| ProcessError::Decode(e.to_string());
+    let arrival = match CrmCommand::decode(bytes) {
+        Ok(command) => Arrival::Command(command),
+        Err(DecodeError::WrongType { .. }) => {
+            Arrival::Retry(ContactCommand::decode(bytes).map_err(decode_error)?)
+        }
+        Err(e) => return Err(decode_error(e)),
+    };
+    let contact = match &arrival {
+        Arrival::Command(c) => &c.contact_id,
+        Arrival::Retry(r) => &r.contact_id,
+    };
+    if contact.is_empty() {
+        return Err(ProcessError::Invalid(
+            "a crm-commands record without a contact_id".into(),
+        ));
+    }
+    Ok(arrival)
+}
+
 impl<S: Switches> Processor for CrmDispatcher<S> {
     fn process(&mut self, ctx: &mut Context<'_>, record: &Record) -> Result<(), ProcessError> {
         let bytes = record
             .value
             .as_deref()
             .ok_or_else(|| ProcessError::Decode("a crm-command without a value".into()))?;
-        let command = CrmCommand::decode(bytes).map_err(|e| ProcessError::Decode(e.to_string()))?;
-        if command.contact_id.is_empty() {
-            return Err(ProcessError::Invalid(
-                "crm-command without a contact_id".into(),
-            ));
-        }
         let traceparent = record
             .headers
             .get_str(header::TRACEPARENT)
             .map(str::to_owned);
-        let contact = command.contact_id.clone();
-        let mut step = Step::load(&self.env, ctx, &contact)?;
-        step.arrive(command, traceparent)?;
-        step.save()
+        match decode(bytes)? {
+            Arrival::Command(command) => {
+                let contact = command.contact_id.clone();
+                let mut step = Step::load(&self.env, ctx, &contact)?;
+                step.arrive(command, traceparent)?;
+                step.save()
+            }
+            Arrival::Retry(request) => {
+                let contact = request.contact_id.clone();
+                let mut step = Step::load(&self.env, ctx, &contact)?;
+                step.operator_retry(&request, traceparent)?;
+                step.save()
+            }
+        }
     }
 
     fn on_timer(&mut self, ctx: &mut Context<'_>, timer: &Timer) -> Result<(), ProcessError> {

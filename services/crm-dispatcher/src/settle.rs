@@ -1,10 +1,14 @@
 //! How a command settles: its `crm-result` (and exception, when it failed
 //! for good), its ledger entry, the stale-check times of an applied
-//! update, the suppressed command kept for replay, and the log line; then
-//! the contact is free for its next command.
+//! update, the suppressed or failed command kept for a replay or an
+//! operator's retry, and the log line; then the contact is free for its
+//! next command.
 //!
-//! Guarantee: one place writes all of it, so a settled command always has
-//! a result, a ledger entry that agrees with it, and no timer left behind.
+//! Guarantees: one place writes all of it, so a settled command always has
+//! a result, a ledger entry that agrees with it, and no timer left behind;
+//! a failed operation has exactly one open exception, which names it in
+//! `retryable`, and an earlier exception of the operation is closed when
+//! the operation settles again.
 
 use callstream_runtime::ProcessError;
 use callstream_schemas::{CrmResultStatus, Event};
@@ -15,7 +19,7 @@ use crate::events::{self, Report};
 use crate::machine::{invalid, Step};
 use crate::policy::FailReason;
 use crate::request::{kind_of, object_type, write_request, WriteKind};
-use crate::state::{LedgerEntry, Settled, LEDGER, SUPPRESSED};
+use crate::state::{LedgerEntry, Queued, Retryable, Settled, LEDGER, RETRYABLE, SUPPRESSED};
 
 fn status_of(settled: Settled) -> CrmResultStatus {
     match settled {
@@ -179,15 +183,36 @@ impl<S: Switches> Step<'_, '_, '_, S> {
         {
             self.ctx.delete(SUPPRESSED, op.clone().into_bytes());
         }
+        let exceptions = prior.as_ref().map_or(0, |p| p.exceptions);
+        let opened = (settled == Settled::Failed)
+            .then(|| events::exception_id(&command.operation_id, exceptions));
+        if let Some(earlier) = prior.as_ref().and_then(|p| p.open_exception) {
+            self.close_earlier(command, earlier, opened, active.traceparent.as_deref())?;
+        }
+        if let Some(exception_id) = opened {
+            let index = Retryable {
+                operation_id: command.operation_id,
+                contact_id: command.contact_id.clone(),
+            };
+            self.ctx
+                .put_json(RETRYABLE, exception_id.to_string().into_bytes(), &index)
+                .map_err(|e| invalid("retryable entry", e))?;
+        }
         let entry = LedgerEntry {
             settled,
             object_type: report.object_type.clone(),
             object_id: report.object_id.clone(),
             maybe_applied: settled == Settled::Failed && active.maybe_applied,
             results: results.saturating_add(1),
-            exceptions: prior.as_ref().map_or(0, |p| p.exceptions)
-                + u32::from(settled == Settled::Failed),
+            exceptions: exceptions + u32::from(settled == Settled::Failed),
             at_ms: self.now,
+            // Kept for an operator's retry: the ledger is the one place
+            // that still has the command once its offset is committed.
+            kept: opened.map(|_| Queued {
+                command: command.clone(),
+                traceparent: active.traceparent.clone(),
+            }),
+            open_exception: opened,
         };
         self.ctx
             .put_json(LEDGER, op.into_bytes(), &entry)

@@ -12,19 +12,26 @@
 //! - `suppressed`: the commands suppressed by the write switch, Avro as
 //!   received, keyed by operation id: replayable, and readable on the
 //!   store's compacted changelog topic with any Avro tool.
+//! - `retryable`: per open `crm_failed` exception, the operation it was
+//!   opened for, so an operator's retry (which names the exception) finds
+//!   the failed command the ledger keeps.
 //!
-//! Guarantee: a contact has at most one command in flight, and the queue
-//! holds exactly the arrival numbers `head_seq..next_seq`, in order.
+//! Guarantees: a contact has at most one command in flight, and the queue
+//! holds exactly the arrival numbers `head_seq..next_seq`, in order; a
+//! failed operation's ledger entry keeps its command and names its open
+//! exception, and `retryable` holds exactly those open exceptions.
 
 use std::collections::BTreeMap;
 
 use callstream_schemas::CrmCommand;
 use serde::{Deserialize, Serialize};
+use uuid::Uuid;
 
 pub const CONTACTS: &str = "contacts";
 pub const QUEUE: &str = "queue";
 pub const LEDGER: &str = "ledger";
 pub const SUPPRESSED: &str = "suppressed";
+pub const RETRYABLE: &str = "retryable";
 
 /// One contact's dispatch state.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -133,7 +140,7 @@ impl Settled {
 }
 
 /// One effect-ledger entry.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LedgerEntry {
     pub settled: Settled,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -151,6 +158,20 @@ pub struct LedgerEntry {
     pub exceptions: u32,
     /// Wall-clock ms of the last change.
     pub at_ms: i64,
+    /// A failed command as received, kept so an operator can retry it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kept: Option<Queued>,
+    /// The `crm_failed` exception open for it, until it is retried or the
+    /// command settles otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_exception: Option<Uuid>,
+}
+
+/// A `retryable` entry: the failed operation an open exception is about.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Retryable {
+    pub operation_id: Uuid,
+    pub contact_id: String,
 }
 
 /// The `queue` key of `contact`'s command number `seq`: the contact, a

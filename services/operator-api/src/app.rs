@@ -23,7 +23,7 @@ use crate::config::OperatorApiConfig;
 use crate::error::{ApiError, ErrorBody};
 use crate::model::CommandStatus;
 use crate::publish::Publisher;
-use crate::{actions, cases, control, model, reads};
+use crate::{actions, cases, control, crm_retry, model, reads};
 
 /// The optional tenant header every route accepts.
 #[derive(Debug, Deserialize, IntoParams)]
@@ -142,7 +142,7 @@ impl Modify for BearerAuth {
         reads::missing_launches, reads::delivery, reads::timeline, reads::control,
         actions::get_command, actions::retry_now, actions::retry_later,
         actions::cancel_future_jobs, actions::force_finish,
-        cases::recover, cases::advance, cases::ignore_exception,
+        cases::recover, cases::advance, cases::ignore_exception, crm_retry::retry_crm_command,
         control::system_pause, control::campaign_pause, control::shadow_mode, control::crm_writes,
         healthz, readyz,
     ),
@@ -198,6 +198,10 @@ pub fn app(state: AppState) -> Router {
         .route(
             "/v1/exceptions/{exception_id}/ignore",
             post(cases::ignore_exception),
+        )
+        .route(
+            "/v1/exceptions/{exception_id}/retry",
+            post(crm_retry::retry_crm_command),
         )
         .route("/v1/slots", get(reads::slots))
         .route("/v1/launches/missing", get(reads::missing_launches))

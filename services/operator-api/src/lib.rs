@@ -15,6 +15,7 @@ pub mod auth;
 pub mod cases;
 pub mod config;
 pub mod control;
+pub mod crm_retry;
 pub mod cursor;
 pub mod error;
 pub mod extract;

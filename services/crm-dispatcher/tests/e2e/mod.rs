@@ -1,12 +1,13 @@
 //! The kit of the end-to-end tests: the CRM simulator on 127.0.0.1 (port
-//! 0), a fresh set of topics on the real broker behind a unique prefix,
-//! the dispatcher in-process or as an OS process (to SIGKILL it), command
-//! and control producers, and a `read_committed` collector of results.
+//! 0) with a log of the API requests it got, a fresh set of topics on the
+//! real broker behind a unique prefix, the dispatcher in-process or as an
+//! OS process (to SIGKILL it), command, operator-retry and control
+//! producers, and a `read_committed` collector of results, exceptions and
+//! audit events.
 #![allow(dead_code, clippy::unwrap_used)]
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result};
@@ -15,15 +16,23 @@ use callstream_e2e::runtime::{reader, Running};
 use callstream_e2e::{bootstrap_servers, create_topic, create_topic_with, produce, unique_name};
 use callstream_platform::Topics;
 use callstream_schemas::{
-    Actor, ControlChange, ControlSetting, ControlValue, CrmAction, CrmCommand, CrmResult,
-    CrmResultStatus, Event, ExceptionEvent,
+    Actor, AuditEvent, ContactCommand, ContactCommandKind, ControlChange, ControlSetting,
+    ControlValue, CrmAction, CrmCommand, CrmResult, CrmResultStatus, Event, ExceptionEvent,
 };
-use callstream_sim_crm::{serve_state, CrmBehaviour, CrmState, SimCrmConfig};
+use callstream_sim_crm::{CrmBehaviour, CrmState, SimCrmConfig};
 use rdkafka::message::Message;
 use rdkafka::producer::FutureProducer;
 use serde_json::Value;
 use tokio::net::TcpListener;
 use uuid::Uuid;
+
+mod collect;
+mod requests;
+
+pub use collect::Collected;
+// Not every test reads the request log's entries.
+#[allow(unused_imports)]
+pub use requests::{Logged, RequestLog};
 
 pub const TOKEN: &str = "pat-na1-callstream-test";
 pub const TENANT: &str = "t1";
@@ -33,6 +42,7 @@ pub const PARTITIONS: i32 = 4;
 pub struct Sim {
     pub state: CrmState,
     pub base: String,
+    pub log: RequestLog,
     http: reqwest::Client,
 }
 
@@ -47,11 +57,15 @@ impl Sim {
         let state = CrmState::new(&config)?;
         let listener = TcpListener::bind("127.0.0.1:0").await?;
         let base = format!("http://{}", listener.local_addr()?);
-        let served = state.clone();
-        tokio::spawn(async move { serve_state(served, listener, std::future::pending()).await });
+        let log = RequestLog::default();
+        let app = callstream_sim_crm::app(state.clone()).layer(
+            axum::middleware::from_fn_with_state(log.clone(), requests::record),
+        );
+        tokio::spawn(async move { axum::serve(listener, app).await });
         Ok(Self {
             state,
             base,
+            log,
             http: reqwest::Client::new(),
         })
     }
@@ -97,7 +111,13 @@ impl Stack {
             partitions: PARTITIONS,
             ..Topics::default()
         };
-        for logical in ["crm-commands", "crm-results", "exceptions", "dead-letters"] {
+        for logical in [
+            "crm-commands",
+            "crm-results",
+            "exceptions",
+            "audit",
+            "dead-letters",
+        ] {
             create_topic(&topics.name(logical), PARTITIONS).await?;
         }
         create_topic_with(&topics.name("control"), 1, &[("cleanup.policy", "compact")]).await?;
@@ -123,6 +143,18 @@ impl Stack {
             &self.topics.name("crm-commands"),
             &command.contact_id,
             &command.encode()?,
+        )
+        .await
+        .map(|_| ())
+    }
+
+    /// An operator's retry, as the operator API publishes it.
+    pub async fn send_retry(&self, request: &ContactCommand) -> Result<()> {
+        produce(
+            &self.producer,
+            &self.topics.name("crm-commands"),
+            &request.contact_id,
+            &request.encode()?,
         )
         .await
         .map(|_| ())
@@ -218,10 +250,10 @@ impl Stack {
             .context("starting the crm-dispatcher binary")
     }
 
-    /// Collects every committed result and exception from now on.
+    /// Collects every committed result, exception and audit event from now on.
     pub fn collect(&self) -> Result<Collected> {
         let collected = Collected::default();
-        for (topic, exceptions) in [("crm-results", false), ("exceptions", true)] {
+        for topic in ["crm-results", "exceptions", "audit"] {
             let consumer = reader(&self.topics.name(topic), PARTITIONS)?;
             let sink = collected.clone();
             tokio::spawn(async move {
@@ -233,12 +265,14 @@ impl Stack {
                         continue;
                     };
                     let mut inner = sink.0.lock().unwrap();
-                    if exceptions {
-                        if let Ok(e) = ExceptionEvent::decode(value) {
-                            inner.exceptions.push(e);
+                    match topic {
+                        "exceptions" => inner.exceptions.extend(ExceptionEvent::decode(value)),
+                        "audit" => inner.audits.extend(AuditEvent::decode(value)),
+                        _ => {
+                            if let Ok(r) = CrmResult::decode(value) {
+                                inner.results.push((Instant::now(), r));
+                            }
                         }
-                    } else if let Ok(r) = CrmResult::decode(value) {
-                        inner.results.push((Instant::now(), r));
                     }
                 }
             });
@@ -247,52 +281,30 @@ impl Stack {
     }
 }
 
-#[derive(Default)]
-pub struct Seen {
-    pub results: Vec<(Instant, CrmResult)>,
-    pub exceptions: Vec<ExceptionEvent>,
-}
-
-/// Results and exceptions as a `read_committed` reader sees them.
-#[derive(Clone, Default)]
-pub struct Collected(pub Arc<Mutex<Seen>>);
-
-impl Collected {
-    /// Waits until every op of `ops` has a result, or `timeout` passes.
-    pub async fn wait_for(&self, ops: &[Uuid], timeout: Duration) -> Result<()> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            let missing = {
-                let seen = self.0.lock().unwrap();
-                let done: std::collections::HashSet<Uuid> =
-                    seen.results.iter().map(|(_, r)| r.operation_id).collect();
-                ops.iter().filter(|op| !done.contains(op)).count()
-            };
-            if missing == 0 {
-                return Ok(());
-            }
-            anyhow::ensure!(
-                Instant::now() < deadline,
-                "{missing} of {} commands have no result after {timeout:?}",
-                ops.len()
-            );
-            tokio::time::sleep(Duration::from_millis(250)).await;
-        }
-    }
-
-    /// Results per operation id.
-    pub fn by_op(&self) -> HashMap<Uuid, Vec<(Instant, CrmResult)>> {
-        let mut map: HashMap<Uuid, Vec<_>> = HashMap::new();
-        for (at, result) in &self.0.lock().unwrap().results {
-            map.entry(result.operation_id)
-                .or_default()
-                .push((*at, result.clone()));
-        }
-        map
-    }
-
-    pub fn exceptions(&self) -> Vec<ExceptionEvent> {
-        self.0.lock().unwrap().exceptions.clone()
+/// An operator's retry of the failed command behind `exception`, as
+/// `POST /v1/exceptions/{id}/retry` publishes it.
+pub fn retry_request(contact: &str, exception: Uuid) -> ContactCommand {
+    let id = Uuid::new_v4();
+    ContactCommand {
+        event_id: id,
+        tenant_id: TENANT.into(),
+        occurred_at: chrono::Utc::now(),
+        causation_id: None,
+        correlation_id: Some(id),
+        kind: ContactCommandKind::RetryNow,
+        contact_id: contact.into(),
+        actor: Actor::operator("test-operator"),
+        request_id: None,
+        campaign_id: None,
+        job_id: None,
+        launch_id: None,
+        exception_id: Some(exception),
+        origin: None,
+        slot: None,
+        slot_at: None,
+        requested_at: None,
+        contact: None,
+        reason: Some("the CRM is back".into()),
     }
 }
 

@@ -10,8 +10,8 @@ use callstream_crm_dispatcher::{self as crm, ControlTable, CrmDispatcher, CrmDis
 use callstream_platform::Topics;
 use callstream_runtime::{EffectRequest, Input, TestDriver};
 use callstream_schemas::{
-    Actor, ControlChange, ControlSetting, ControlValue, CrmAction, CrmCommand, CrmResult,
-    CrmResultStatus, Event, ExceptionEvent,
+    Actor, AuditEvent, ContactCommand, ContactCommandKind, ControlChange, ControlSetting,
+    ControlValue, CrmAction, CrmCommand, CrmResult, CrmResultStatus, Event, ExceptionEvent,
 };
 use chrono::DateTime;
 use uuid::Uuid;
@@ -69,6 +69,32 @@ pub fn update(n: u128, contact: &str, fact_ms: i64, properties: &[(&str, &str)])
     cmd
 }
 
+/// An operator's retry (numbered `n`) of the failed command behind
+/// `exception`, as the operator API publishes it on `crm-commands`.
+pub fn retry_request(n: u128, contact: &str, exception: Uuid) -> ContactCommand {
+    ContactCommand {
+        event_id: Uuid::from_u128(0xf000 + n),
+        tenant_id: TENANT.into(),
+        occurred_at: DateTime::from_timestamp_millis(START).unwrap(),
+        causation_id: None,
+        correlation_id: None,
+        kind: ContactCommandKind::RetryNow,
+        contact_id: contact.into(),
+        actor: Actor::operator("ana"),
+        request_id: None,
+        campaign_id: None,
+        job_id: None,
+        launch_id: None,
+        exception_id: Some(exception),
+        origin: None,
+        slot: None,
+        slot_at: None,
+        requested_at: None,
+        contact: None,
+        reason: Some("CRM is back".into()),
+    }
+}
+
 pub fn written(id: &str) -> Outcome {
     Outcome::Written {
         status: 201,
@@ -111,6 +137,16 @@ impl Kit {
             topic,
             command.contact_id.clone(),
             command.encode().unwrap(),
+        ));
+    }
+
+    /// Pipes an operator's retry, keyed by its contact.
+    pub fn pipe_retry(&mut self, request: &ContactCommand) {
+        let topic = self.config.topics.name("crm-commands");
+        self.driver.pipe(Input::new(
+            topic,
+            request.contact_id.clone(),
+            request.encode().unwrap(),
         ));
     }
 
@@ -192,6 +228,14 @@ impl Kit {
             .outputs(&self.config.topics.name("exceptions"))
             .iter()
             .map(|p| ExceptionEvent::decode(p.value.as_deref().unwrap()).unwrap())
+            .collect()
+    }
+
+    pub fn audits(&self) -> Vec<AuditEvent> {
+        self.driver
+            .outputs(&self.config.topics.name("audit"))
+            .iter()
+            .map(|p| AuditEvent::decode(p.value.as_deref().unwrap()).unwrap())
             .collect()
     }
 
