@@ -65,10 +65,18 @@ pub fn with_port_toggled(url: &str) -> Option<String> {
         Some(bracket) => authority[bracket..].find(':').map(|i| bracket + i),
         None => authority.rfind(':'),
     };
+    let host = port_colon.map_or(authority, |colon| &authority[..colon]);
+    // A host with a colon outside IPv6 brackets (or no host) is not one we
+    // can read: toggling it gave a URL that did not toggle back (found by
+    // the `twilio_webhook` fuzz target).
+    let bracketed = host.starts_with('[') && host.ends_with(']');
+    if host.is_empty() || (host.contains(':') && !bracketed) {
+        return None;
+    }
     match port_colon {
         None => Some(format!("{scheme}://{authority}:{default_port}{tail}")),
         Some(colon) if &authority[colon + 1..] == default_port => {
-            Some(format!("{scheme}://{}{tail}", &authority[..colon]))
+            Some(format!("{scheme}://{host}{tail}"))
         }
         Some(_) => None,
     }
@@ -211,6 +219,10 @@ mod tests {
             ("ftp://a.com/x", None),
             ("no scheme", None),
             ("https:///x", None),
+            // Not hosts: a colon outside brackets, or nothing before the port.
+            ("https://a.com:443b.com:443/x", None),
+            ("https://:443/x", None),
+            ("https://[::1]x:443/x", None),
         ];
         for (url, want) in cases {
             assert_eq!(with_port_toggled(url).as_deref(), want, "{url}");

@@ -1,0 +1,7 @@
+//! libFuzzer entry point: every input goes through
+//! `callstream_gateway_fuzz::twilio_webhook`, which panics on a broken invariant.
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    let _ = callstream_gateway_fuzz::twilio_webhook(data);
+});

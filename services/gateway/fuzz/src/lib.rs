@@ -1,0 +1,406 @@
+//! The fuzz harness: one function per fuzz target, each taking arbitrary
+//! bytes through the gateway's parsers and verifiers exactly as a request
+//! would, and panicking when an invariant breaks (which is how libFuzzer,
+//! and the corpus replay test, see a failure).
+//!
+//! Input layout, so corpus files stay readable: newline-separated fields,
+//! the last field (the body) taking the rest, newlines included; a field
+//! that is absent is a header that was not sent.
+//!
+//! This file is compiled twice: as the fuzz crate's library (for the
+//! libFuzzer targets, on nightly) and as a module of the gateway's
+//! `fuzz_corpus` test (on stable), so both exercise the same code.
+
+use std::time::Duration;
+
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use base64::Engine as _;
+use callstream_gateway::codec::{AvroCodec, EventCodec};
+use callstream_gateway::config::{IntegrationConfig, RateLimit};
+use callstream_gateway::error::ApiError;
+use callstream_gateway::event::{derive_id, CallEventDraft, ProviderKind};
+use callstream_gateway::launch;
+use callstream_gateway::provider::json::Json;
+use callstream_gateway::provider::twilio::{Twilio, SIGNATURE_HEADER};
+use callstream_gateway::provider::{Inbound, Provider, Verified, MAX_ID_LEN};
+use callstream_gateway::secret::Secret;
+use callstream_gateway::verify::standard_webhooks::{self, SignedHeaders, DEFAULT_TOLERANCE};
+use callstream_gateway::verify::{twilio, FixedClock, VerifyError};
+use chrono::{DateTime, Utc};
+
+/// The clock every target runs at (Unix seconds): fixed, so a corpus file
+/// means the same thing on every run.
+pub const NOW: i64 = 1_700_000_000;
+/// Where the Twilio parser sees a URL without a scheme and host of its own.
+const DEFAULT_BASE: &str = "https://gw.example.com";
+/// The key used when a corpus file's secret is not a `whsec_` secret.
+const FALLBACK_WHSEC: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+const TENANT: &str = "acme";
+
+/// How far an input got, so the corpus replay can check that its seeds
+/// still reach the interesting paths (a format change that made every seed
+/// fail early would otherwise go unnoticed).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Reached {
+    /// The request's signature (or bearer token's form) was accepted.
+    pub verified: bool,
+    /// The body parsed into an event or command (and encoded).
+    pub parsed: bool,
+}
+
+/// Splits `data` into `N` fields at the first `N - 1` newlines; the last
+/// field is the rest. Missing fields are `None`.
+pub fn fields<const N: usize>(data: &[u8]) -> [Option<&[u8]>; N] {
+    let mut out = [None; N];
+    let mut rest = Some(data);
+    for (i, slot) in out.iter_mut().enumerate() {
+        let Some(current) = rest else { break };
+        if i + 1 == N {
+            *slot = Some(current);
+            break;
+        }
+        match current.iter().position(|b| *b == b'\n') {
+            Some(at) => {
+                *slot = Some(&current[..at]);
+                rest = Some(&current[at + 1..]);
+            }
+            None => {
+                *slot = Some(current);
+                rest = None;
+            }
+        }
+    }
+    out
+}
+
+fn received_at() -> DateTime<Utc> {
+    DateTime::from_timestamp(NOW, 0).unwrap_or_default()
+}
+
+fn b64(bytes: &[u8]) -> String {
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+fn integration(provider: ProviderKind, secrets: Vec<Secret>) -> IntegrationConfig {
+    IntegrationConfig {
+        id: "fuzz".into(),
+        tenant_id: TENANT.into(),
+        provider,
+        secrets,
+        rate_limit: RateLimit::default(),
+    }
+}
+
+/// Adds a header if its bytes are a valid header value (as the HTTP layer
+/// would refuse the request otherwise).
+fn header(headers: &mut HeaderMap, name: &'static str, value: Option<&[u8]>) {
+    if let Some(value) = value.and_then(|v| HeaderValue::from_bytes(v).ok()) {
+        headers.insert(name, value);
+    }
+}
+
+/// A refusal of a parsed body is the sender's fault (400 or 422), never
+/// ours (500), and never one that asks the sender to retry.
+fn assert_client_error(error: &ApiError) {
+    let status = error.status();
+    assert!(
+        status == StatusCode::BAD_REQUEST || status == StatusCode::UNPROCESSABLE_ENTITY,
+        "a body was refused with {status} ({error:?})"
+    );
+}
+
+/// What every accepted call event must be: ids present and bounded, our
+/// tenant, and a value that encodes (else the gateway would answer 500).
+fn assert_sound_event(draft: &CallEventDraft) {
+    for (name, id) in [
+        ("call_id", &draft.call_id),
+        ("contact_id", &draft.contact_id),
+        ("provider_status", &draft.provider_status),
+    ] {
+        assert!(
+            !id.is_empty() && id.len() <= MAX_ID_LEN,
+            "{name} of length {}",
+            id.len()
+        );
+        assert!(!id.chars().any(char::is_control), "{name} has controls");
+    }
+    assert_eq!(draft.tenant_id, TENANT);
+    if let Err(e) = AvroCodec.call_event(draft.clone()) {
+        panic!("an accepted call event does not encode: {e}");
+    }
+}
+
+/// Twilio: `url \n X-Twilio-Signature \n auth token \n form body`.
+pub fn twilio_webhook(data: &[u8]) -> Reached {
+    let [url, signature, token, body] = fields::<4>(data);
+    let url = String::from_utf8_lossy(url.unwrap_or_default()).into_owned();
+    let token = token.unwrap_or_default().to_vec();
+    let body = body.unwrap_or_default();
+    let tokens = [Secret::new(token.clone())];
+    let params = twilio::sorted_params(body);
+
+    // The verifier on the raw pieces: any bytes, no panic.
+    let verdict = twilio::verify(&tokens, &url, &params, signature);
+    if signature.is_none() {
+        assert_eq!(verdict, Err(VerifyError::Missing));
+    }
+    // What Twilio would send verifies, for the URL and its other port form.
+    let genuine = b64(&twilio::sign(&token, &url, &params));
+    assert_eq!(
+        twilio::verify(&tokens, &url, &params, Some(genuine.as_bytes())),
+        Ok(()),
+        "a genuine signature was refused"
+    );
+    if let Some(toggled) = twilio::with_port_toggled(&url) {
+        assert_ne!(toggled, url);
+        assert_eq!(
+            twilio::verify(&tokens, &toggled, &params, Some(genuine.as_bytes())),
+            Ok(()),
+            "the other port form of a signed URL was refused"
+        );
+    }
+    // Another token never verifies it.
+    let mut other = token.clone();
+    other.push(b'!');
+    assert_eq!(
+        twilio::verify(
+            &[Secret::new(other)],
+            &url,
+            &params,
+            Some(genuine.as_bytes())
+        ),
+        Err(VerifyError::Mismatch),
+        "a signature verified under the wrong token"
+    );
+
+    // The provider, as the router drives it: verify, then parse the form.
+    let (base, path_and_query) = split_url(&url);
+    let provider = Twilio {
+        public_base_url: base.to_string(),
+    };
+    let integration = integration(ProviderKind::Twilio, tokens.to_vec());
+    let mut headers = HeaderMap::new();
+    header(&mut headers, SIGNATURE_HEADER, signature);
+    let inbound = Inbound {
+        integration: &integration,
+        path_and_query,
+        headers: &headers,
+        body,
+        received_at: received_at(),
+    };
+    let verified = provider.verify(&inbound).is_ok();
+    // Signed does not mean well formed: the parser must stand any form.
+    let parse = || {
+        let verified = Verified {
+            form: twilio::sorted_params(body),
+            signed_at: None,
+        };
+        provider.parse(&inbound, verified)
+    };
+    match parse() {
+        Ok(draft) => {
+            assert_sound_event(&draft);
+            assert_eq!(
+                parse().map(|d| d.event_id),
+                Ok(draft.event_id),
+                "the same callback got another event id"
+            );
+            Reached {
+                verified,
+                parsed: true,
+            }
+        }
+        Err(e) => {
+            assert_client_error(&e);
+            Reached {
+                verified,
+                parsed: false,
+            }
+        }
+    }
+}
+
+/// Splits a URL into the public base (scheme and authority) and the path
+/// and query the router would see. A URL it cannot split is all path.
+fn split_url(url: &str) -> (&str, &str) {
+    if let Some(scheme_end) = url.find("://") {
+        let after = scheme_end + 3;
+        if let Some(offset) = url[after..].find(['/', '?']) {
+            let at = after + offset;
+            if url[at..].starts_with('/') {
+                return (&url[..at], &url[at..]);
+            }
+        }
+    }
+    (DEFAULT_BASE, url)
+}
+
+/// Standard Webhooks: `whsec secret \n webhook-id \n webhook-timestamp \n
+/// webhook-signature \n JSON body`.
+pub fn standard_webhook(data: &[u8]) -> Reached {
+    let [secret, id, timestamp, signature, body] = fields::<5>(data);
+    let body = body.unwrap_or_default();
+    let secret = String::from_utf8_lossy(secret.unwrap_or_default()).into_owned();
+    let key = standard_webhooks::decode_secret(&secret)
+        .or_else(|_| standard_webhooks::decode_secret(FALLBACK_WHSEC));
+    let Ok(key) = key else {
+        panic!("the fallback secret does not decode");
+    };
+    let keys = [key.clone()];
+    let clock = FixedClock::at(NOW);
+    fn signed<'a>(
+        id: Option<&'a [u8]>,
+        timestamp: Option<&'a [u8]>,
+        signature: Option<&'a [u8]>,
+    ) -> SignedHeaders<'a> {
+        SignedHeaders {
+            id,
+            timestamp,
+            signature,
+        }
+    }
+
+    let verdict = standard_webhooks::verify(
+        &keys,
+        signed(id, timestamp, signature),
+        body,
+        &clock,
+        DEFAULT_TOLERANCE,
+    );
+    let parsed_ts = timestamp.and_then(standard_webhooks::parse_timestamp);
+    if let Ok(at) = verdict {
+        assert_eq!(Some(at), parsed_ts, "accepted a timestamp it cannot read");
+    }
+
+    // A genuine signature (alone, or in a rotation list) verifies exactly
+    // when the timestamp is readable and fresh; a wrong key never does.
+    if let (Some(id_bytes), Some(ts_bytes)) = (id, timestamp) {
+        let tag = standard_webhooks::sign(key.expose(), id_bytes, ts_bytes, body);
+        let genuine = format!("v1,{}", b64(&tag));
+        let rotated = format!("v1,bm90IGl0 v1a,xyz {genuine}");
+        let fresh = parsed_ts.is_some_and(|t| NOW.abs_diff(t) <= DEFAULT_TOLERANCE.as_secs());
+        let want = if fresh {
+            parsed_ts.ok_or(VerifyError::Stale)
+        } else {
+            Err(VerifyError::Stale)
+        };
+        for presented in [&genuine, &rotated] {
+            let got = standard_webhooks::verify(
+                &keys,
+                signed(id, timestamp, Some(presented.as_bytes())),
+                body,
+                &clock,
+                DEFAULT_TOLERANCE,
+            );
+            assert_eq!(got, want, "genuine signature {presented:?}");
+        }
+        let mut other = key.expose().to_vec();
+        other.push(1);
+        let wrong = standard_webhooks::verify(
+            &[Secret::new(other)],
+            signed(id, timestamp, Some(genuine.as_bytes())),
+            body,
+            &clock,
+            DEFAULT_TOLERANCE,
+        );
+        assert_eq!(wrong, Err(VerifyError::Mismatch), "wrong key verified");
+    }
+
+    // The provider: verify, then parse the (signed, so trusted) JSON.
+    let provider = Json {
+        clock: std::sync::Arc::new(clock.clone()),
+        tolerance: Duration::from_secs(300),
+    };
+    let integration = integration(ProviderKind::Json, keys.to_vec());
+    let mut headers = HeaderMap::new();
+    header(&mut headers, "webhook-id", id);
+    header(&mut headers, "webhook-timestamp", timestamp);
+    header(&mut headers, "webhook-signature", signature);
+    let inbound = Inbound {
+        integration: &integration,
+        path_and_query: "/v1/webhooks/json/fuzz",
+        headers: &headers,
+        body,
+        received_at: received_at(),
+    };
+    let verified = provider.verify(&inbound).is_ok();
+    let parse = || {
+        let verified = Verified {
+            form: Vec::new(),
+            signed_at: parsed_ts,
+        };
+        provider.parse(&inbound, verified)
+    };
+    match parse() {
+        Ok(draft) => {
+            assert_sound_event(&draft);
+            assert_eq!(parse().map(|d| d.event_id), Ok(draft.event_id));
+            Reached {
+                verified,
+                parsed: true,
+            }
+        }
+        Err(e) => {
+            assert_client_error(&e);
+            Reached {
+                verified,
+                parsed: false,
+            }
+        }
+    }
+}
+
+/// Launch intake: `Authorization header \n JSON body`.
+pub fn launch_request(data: &[u8]) -> Reached {
+    let [authorization, body] = fields::<2>(data);
+    let body = body.unwrap_or_default();
+    let mut headers = HeaderMap::new();
+    header(&mut headers, "authorization", authorization);
+    let token = launch::bearer(&headers);
+    if let Some(token) = token {
+        assert!(!token.is_empty(), "an empty bearer token");
+        assert_eq!(token, token.trim_ascii(), "an untrimmed bearer token");
+    }
+    let verified = token.is_some();
+    match launch::parse(TENANT, body, &headers, received_at()) {
+        Ok(draft) => {
+            for id in [&draft.request_id, &draft.contact_id, &draft.campaign_id] {
+                assert!(!id.is_empty() && id.len() <= MAX_ID_LEN, "id {id:?}");
+            }
+            assert_eq!(
+                draft.command_id,
+                derive_id(&[TENANT, "launch-request", &draft.request_id]),
+                "a retried request would get another command id"
+            );
+            if let Err(e) = AvroCodec.launch_request(draft) {
+                panic!("an accepted launch request does not encode: {e}");
+            }
+            Reached {
+                verified,
+                parsed: true,
+            }
+        }
+        Err(e) => {
+            assert_client_error(&e);
+            Reached {
+                verified,
+                parsed: false,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fields;
+
+    #[test]
+    fn fields_split_at_the_first_newlines_only() {
+        assert_eq!(
+            fields::<3>(b"a\nb\nc\nd"),
+            [Some(&b"a"[..]), Some(b"b"), Some(b"c\nd")]
+        );
+        assert_eq!(fields::<3>(b"a"), [Some(&b"a"[..]), None, None]);
+        assert_eq!(fields::<2>(b"a\n"), [Some(&b"a"[..]), Some(b"")]);
+    }
+}
