@@ -1,5 +1,6 @@
 //! `callstream process <name>`: runs one stream processor on the runtime,
-//! with `/metrics`, `/healthz` and `/readyz` on a small HTTP server.
+//! with `/metrics` (the runtime's metrics and the processor's own, where it
+//! keeps any), `/healthz` and `/readyz` on a small HTTP server.
 //!
 //! The runtime loop blocks (rdkafka's transaction calls do), so it runs on
 //! a blocking thread; the HTTP server and the signal handler stay async.
@@ -42,17 +43,48 @@ impl ProcessArgs {
     }
 }
 
+/// A processor's own metrics in the Prometheus text format, served on
+/// `/metrics` after the runtime's.
+type OwnMetrics = Arc<dyn Fn() -> String + Send + Sync>;
+
 #[derive(Clone)]
 struct Health {
     metrics: Arc<RuntimeMetrics>,
+    own: Option<OwnMetrics>,
     running: Arc<AtomicBool>,
 }
 
-/// Runs `processor` until SIGTERM, serving its metrics meanwhile.
+impl Health {
+    fn exposition(&self) -> String {
+        let mut parts = vec![self.metrics.encode()];
+        parts.extend(self.own.as_ref().map(|own| own()));
+        merge_expositions(&parts)
+    }
+}
+
+/// Several registries' text as one exposition: each ends in OpenMetrics'
+/// `# EOF`, which a scraper stops at, so it is kept once, at the very end.
+fn merge_expositions(parts: &[String]) -> String {
+    let mut out = String::new();
+    for line in parts
+        .iter()
+        .flat_map(|p| p.lines())
+        .filter(|l| *l != "# EOF")
+    {
+        out.push_str(line);
+        out.push('\n');
+    }
+    out.push_str("# EOF\n");
+    out
+}
+
+/// Runs `processor` until SIGTERM, serving its metrics (and `own`, the
+/// processor's own, if it keeps any) meanwhile.
 pub async fn host<P: Processor>(
     processor: P,
     spec: ProcessorSpec,
     args: &ProcessArgs,
+    own: Option<OwnMetrics>,
     configure: impl FnOnce(&mut RuntimeConfig),
 ) -> Result<()> {
     let app_id = spec.app_id.clone();
@@ -65,12 +97,13 @@ pub async fn host<P: Processor>(
     configure(&mut config);
     let health = Health {
         metrics: config.metrics.clone(),
+        own,
         running: Arc::new(AtomicBool::new(true)),
     };
     let router = Router::new()
         .route(
             "/metrics",
-            get(|State(h): State<Health>| async move { h.metrics.encode() }),
+            get(|State(h): State<Health>| async move { h.exposition() }),
         )
         .route("/healthz", get(|| async { "ok" }))
         .route(
@@ -138,13 +171,27 @@ pub async fn run(command: ProcessCommand) -> Result<()> {
             let config = callstream_contact::ContactConfig::new(&topics);
             let spec =
                 callstream_contact::spec(&topics, &app_id(&topics, callstream_contact::APP_ID));
-            host(callstream_contact::processor(config), spec, &args, |_| {}).await
+            host(
+                callstream_contact::processor(config),
+                spec,
+                &args,
+                None,
+                |_| {},
+            )
+            .await
         }
         ProcessCommand::Scheduler(args) => {
             let topics = args.topics()?;
             let config = callstream_scheduler::SchedulerConfig::new(&topics);
             let spec = callstream_scheduler::spec(&topics, &app_id(&topics, "scheduler"));
-            host(callstream_scheduler::processor(config), spec, &args, |_| {}).await
+            host(
+                callstream_scheduler::processor(config),
+                spec,
+                &args,
+                None,
+                |_| {},
+            )
+            .await
         }
         ProcessCommand::LaunchDispatcher(args) => {
             let config = callstream_launch_dispatcher::DispatcherConfig::from_env()
@@ -156,7 +203,9 @@ pub async fn run(command: ProcessCommand) -> Result<()> {
             let effects = callstream_launch_dispatcher::effect_runner(&config)
                 .context("building the voice platform client")?;
             let processor = callstream_launch_dispatcher::processor(&config);
-            host(processor, spec, &args, |runtime| {
+            let metrics = config.metrics.clone();
+            let own: OwnMetrics = Arc::new(move || metrics.encode());
+            host(processor, spec, &args, Some(own), |runtime| {
                 runtime.effects = Some(effects)
             })
             .await
@@ -173,6 +222,7 @@ pub async fn run(command: ProcessCommand) -> Result<()> {
                 callstream_completion_detector::processor(config),
                 spec,
                 &args,
+                None,
                 |_| {},
             )
             .await
@@ -187,7 +237,9 @@ pub async fn run(command: ProcessCommand) -> Result<()> {
             let effects = callstream_crm_dispatcher::effect_runner(&config)
                 .context("building the CRM client")?;
             let processor = callstream_crm_dispatcher::processor(&config);
-            host(processor, spec, &args, |runtime| {
+            let metrics = config.metrics.clone();
+            let own: OwnMetrics = Arc::new(move || metrics.encode());
+            host(processor, spec, &args, Some(own), |runtime| {
                 runtime.effects = Some(effects)
             })
             .await
@@ -202,10 +254,26 @@ pub async fn run(command: ProcessCommand) -> Result<()> {
             let effects = callstream_recovery::effect_runner(&config)
                 .context("building the voice platform client")?;
             let processor = callstream_recovery::processor(config);
-            host(processor, spec, &args, |runtime| {
+            host(processor, spec, &args, None, |runtime| {
                 runtime.effects = Some(effects)
             })
             .await
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merged_expositions_keep_every_metric_and_end_in_one_eof() {
+        let runtime = "# HELP a A.\n# TYPE a counter\na_total 1\n# EOF\n".to_owned();
+        let own = "# HELP b B.\n# TYPE b counter\nb_total 2\n# EOF\n".to_owned();
+        let merged = merge_expositions(&[runtime, own]);
+        assert_eq!(
+            merged,
+            "# HELP a A.\n# TYPE a counter\na_total 1\n# HELP b B.\n# TYPE b counter\nb_total 2\n# EOF\n"
+        );
     }
 }

@@ -10,11 +10,13 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::num::NonZeroU32;
+use std::sync::Arc;
 use std::time::Duration;
 
 use callstream_platform::Topics;
 
 use crate::backoff::RetryPolicy;
+use crate::telemetry::CrmMetrics;
 
 /// Everything the dispatcher needs.
 #[derive(Clone)]
@@ -40,6 +42,9 @@ pub struct CrmDispatcherConfig {
     /// The service name in `actor` fields and logs (`CALLSTREAM_CRM_SERVICE_NAME`,
     /// default `crm-dispatcher`).
     pub service_name: String,
+    /// Shared by the processors built from this configuration; serve
+    /// `metrics.encode()` on `/metrics`.
+    pub metrics: Arc<CrmMetrics>,
 }
 
 impl fmt::Debug for CrmDispatcherConfig {
@@ -210,6 +215,7 @@ impl CrmDispatcherConfig {
             policy: DispatchPolicy::default(),
             concurrency: 32,
             service_name: "crm-dispatcher".into(),
+            metrics: Arc::new(CrmMetrics::new()),
         }
     }
 

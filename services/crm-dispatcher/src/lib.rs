@@ -52,6 +52,7 @@ pub mod request;
 pub mod retry;
 mod settle;
 pub mod state;
+pub mod telemetry;
 pub mod wire;
 
 use std::sync::Arc;
@@ -68,6 +69,7 @@ pub use handler::CrmEffects;
 pub use machine::{Env, TIMER};
 pub use processor::CrmDispatcher;
 pub use request::OP_ID_PROPERTY;
+pub use telemetry::CrmMetrics;
 
 /// The application id: consumer group, transactional-id and changelog prefix.
 pub const APP_ID: &str = "crm-dispatcher";

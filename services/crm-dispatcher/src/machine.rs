@@ -113,6 +113,7 @@ impl<'e, 'c, 'a, S: Switches> Step<'e, 'c, 'a, S> {
             tracing::debug!(contact = %self.contact, token, "result of an earlier step ignored");
             return Ok(());
         };
+        self.env.config.metrics.request(sent, &outcome);
         let policy = self.env.config.policy;
         let active = self.active_mut()?;
         if outcome.was_sent() {
@@ -199,6 +200,7 @@ impl<'e, 'c, 'a, S: Switches> Step<'e, 'c, 'a, S> {
             Next::Write => self.write(),
             Next::Search => self.search(),
             Next::Park { resume, delay } => {
+                self.env.config.metrics.parked.inc();
                 let active = self.active_mut()?;
                 active.token = active.token.wrapping_add(1);
                 active.phase = Phase::Parked { resume };

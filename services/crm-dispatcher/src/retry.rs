@@ -138,6 +138,7 @@ impl<S: Switches> Step<'_, '_, '_, S> {
         reason: &str,
         traceparent: Option<&str>,
     ) -> Result<(), ProcessError> {
+        self.env.config.metrics.operator_retry(result.as_str());
         let audit = events::retry_audit(
             &self.env.topics,
             request,

@@ -218,6 +218,7 @@ impl<S: Switches> Step<'_, '_, '_, S> {
             .put_json(LEDGER, op.into_bytes(), &entry)
             .map_err(|e| invalid("ledger entry", e))?;
         self.cancel_timer(active.token);
+        self.env.config.metrics.settled(report.status.as_str());
         log_settled(&active, &self.contact, settled, &report);
         Ok(())
     }

@@ -84,6 +84,11 @@ fn missing_or_malformed_settings_are_refused_by_name() {
             &[("CALLSTREAM_DISPATCH_RETRY_BASE_MS", "0")],
             "RETRY_BASE_MS",
         ),
+        (
+            &[],
+            &[("CALLSTREAM_TOPIC_PARTITIONS", "0")],
+            "CALLSTREAM_TOPIC_PARTITIONS",
+        ),
     ];
     for (removed, added, expected) in cases {
         let mut vars: Vec<(&str, &str)> = BASE
@@ -95,4 +100,29 @@ fn missing_or_malformed_settings_are_refused_by_name() {
         let error = DispatcherConfig::from_lookup(lookup(&vars)).unwrap_err();
         assert!(error.to_string().contains(expected), "{error} / {expected}");
     }
+}
+
+#[test]
+fn topic_settings_come_from_the_lookup_not_the_process_environment() {
+    let mut vars = BASE.to_vec();
+    vars.extend([
+        ("CALLSTREAM_TOPIC_PREFIX", "run7."),
+        ("CALLSTREAM_TOPIC_PARTITIONS", "4"),
+        ("CALLSTREAM_REPLICATION_FACTOR", "3"),
+    ]);
+    let config = DispatcherConfig::from_lookup(lookup(&vars)).unwrap();
+    assert_eq!(
+        config.topics.name("launch-commands"),
+        "run7.launch-commands"
+    );
+    assert_eq!(
+        (
+            config.topics.partitions,
+            config.topics.replication_factor,
+            config.topics.min_insync_replicas
+        ),
+        (4, 3, 1)
+    );
+    let defaults = DispatcherConfig::from_lookup(lookup(BASE)).unwrap();
+    assert_eq!(defaults.topics, Topics::default());
 }

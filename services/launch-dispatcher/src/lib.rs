@@ -17,7 +17,8 @@
 //! Transient failures retry on the step timer (doubling, jittered, bounded),
 //! so a retry never blocks the partition; shadow mode, read from `control`
 //! for every dial, records `shadow` and calls no one; a governor rate
-//! limiter caps creates per second.
+//! limiter caps creates per second, per instance (N instances: N times the
+//! cap; see `DispatcherConfig::calls_per_second`).
 //!
 //! ```no_run
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -70,8 +71,18 @@ pub use telemetry::DispatchMetrics;
 /// The default application id: consumer group and changelog prefix.
 pub const APP_ID: &str = "launch-dispatcher";
 
-/// The processor, configured.
+/// The processor for the Twilio adapter that [`effect_runner`] builds.
 pub fn processor(config: &DispatcherConfig) -> LaunchDispatcher {
+    processor_named(config, provider::twilio::NAME)
+}
+
+/// The processor for `provider`, the adapter given to [`effect_runner_with`]:
+/// its launches record the adapter's name.
+pub fn processor_for(config: &DispatcherConfig, provider: &dyn VoiceProvider) -> LaunchDispatcher {
+    processor_named(config, provider.name())
+}
+
+fn processor_named(config: &DispatcherConfig, provider: &'static str) -> LaunchDispatcher {
     let topics = &config.topics;
     LaunchDispatcher {
         policy: config.policy,
@@ -81,7 +92,7 @@ pub fn processor(config: &DispatcherConfig) -> LaunchDispatcher {
             audit: topics.name(AUDIT),
         },
         control: callstream_control::ControlTable::new(topics.name(CONTROL)),
-        provider: "twilio",
+        provider,
         has_default_from: config.twilio.default_from.is_some(),
         metrics: config.metrics.clone(),
     }

@@ -354,9 +354,12 @@ impl Inner {
     }
 }
 
+/// The adapter's name, as `CallLaunch.provider` records it.
+pub const NAME: &str = "twilio";
+
 impl VoiceProvider for Twilio {
     fn name(&self) -> &'static str {
-        "twilio"
+        NAME
     }
 
     fn create_call(&self, call: CreateCall) -> BoxFuture<'static, CreateOutcome> {
