@@ -1,6 +1,7 @@
 //! Where this process's CPU goes, by thread: the gateway's runtime
-//! (`gw-server*`), the load generator's (`gw-load*`), librdkafka's own
-//! threads (`rdk:*`, the gateway's producer) and the rest, read from
+//! (`gw-server*`), the load generator's (`gw-load*`), the Kafka client's
+//! threads (librdkafka's `rdk:*` and rust-rdkafka's delivery-report poller,
+//! the gateway's producer) and the rest, read from
 //! `/proc/self/task/<tid>/{comm,stat}`. Together with the broker's CPU
 //! (`callstream_bench::cpu`) this says which side of the loopback the
 //! two cores were spent on.
@@ -40,10 +41,14 @@ enum Group {
     Other,
 }
 
+/// rust-rdkafka's thread serving a producer's delivery reports (the name
+/// "producer polling thread", cut to 15 bytes by the kernel).
+const PRODUCER_POLLING: &str = "producer pollin";
+
 fn group(comm: &str) -> Group {
     if comm.starts_with(SERVER) {
         Group::Server
-    } else if comm.starts_with("rdk:") {
+    } else if comm.starts_with("rdk:") || comm.starts_with(PRODUCER_POLLING) {
         Group::Librdkafka
     } else if comm.starts_with(LOAD) {
         Group::Load
@@ -110,6 +115,7 @@ mod tests {
             ("gw-server-3", Group::Server),
             ("rdk:broker1", Group::Librdkafka),
             ("rdk:main", Group::Librdkafka),
+            ("producer pollin", Group::Librdkafka),
             ("gw-load", Group::Load),
             ("gateway", Group::Other),
         ];

@@ -66,6 +66,15 @@ struct Args {
     /// Provider requests in flight at once (the dispatcher's `concurrency`).
     #[arg(long, default_value_t = 256)]
     concurrency: usize,
+    /// How long a create may wait in the dispatcher before it is given up
+    /// unsent and retried (its `send_deadline`, ms). The runtime hands a
+    /// transaction's effects over as soon as it commits, without
+    /// backpressure, so a backlog of N waits behind `--concurrency`
+    /// requests; with the production default (10,000) the tail of a large
+    /// backlog would expire and go around again, and the rate would measure
+    /// that churn. `creates_not_sent` counts them.
+    #[arg(long, default_value_t = 600_000)]
+    send_deadline_ms: u64,
     /// Commit interval of the runtime, ms.
     #[arg(long, default_value_t = 100)]
     commit_interval_ms: u64,
@@ -137,6 +146,7 @@ fn measure(
             interval: Duration::from_millis(args.commit_interval_ms),
             max_records: args.commit_max_records,
         },
+        send_deadline: Duration::from_millis(args.send_deadline_ms),
     };
     let timeout = Duration::from_secs(args.timeout_s);
     let (mut dispatcher, throughput) =

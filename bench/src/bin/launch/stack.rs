@@ -9,6 +9,7 @@ use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
 use callstream_launch_dispatcher::telemetry::RequestLabels;
@@ -177,6 +178,9 @@ impl Sim {
 pub struct DispatchSetup {
     pub concurrency: usize,
     pub commit: CommitPolicy,
+    /// The dispatcher's `send_deadline`: how long a create may wait here
+    /// before it is given up unsent (and tried again later).
+    pub send_deadline: Duration,
 }
 
 /// A running dispatcher.
@@ -206,6 +210,10 @@ impl Dispatcher {
         // would be all that is measured.
         config.calls_per_second = NonZeroU32::MAX.get();
         config.concurrency = setup.concurrency;
+        config.policy.send_deadline = setup.send_deadline;
+        config
+            .validate()
+            .context("the dispatcher's configuration")?;
         let kafka = KafkaSettings::new(&settings.bootstrap_servers, format!("{}-0", names.app));
         let mut runtime = RuntimeConfig::new(kafka, &names.app, "0");
         runtime.commit = setup.commit;

@@ -12,13 +12,16 @@ use callstream_bench::cpu::{cpu_seconds, Usage};
 use crate::stack::{DISPATCHER_THREAD, SIM_THREADS, SINK_THREADS};
 
 /// The groups, by thread name prefix, first match wins; the rest is `other`.
-const GROUPS: [(&str, &str); 5] = [
+const GROUPS: [(&str, &str); 6] = [
     (DISPATCHER_THREAD, "dispatcher"),
     // The runtime names its effect executor's threads so.
     ("effects", "effects"),
     (SIM_THREADS, "sim"),
     (SINK_THREADS, "sink"),
     ("rdk:", "librdkafka"),
+    // rust-rdkafka's delivery-report poller ("producer polling thread", cut
+    // to 15 bytes by the kernel) of the dispatcher's and our own producers.
+    ("producer pollin", "librdkafka"),
 ];
 
 fn group(comm: &str) -> &'static str {
@@ -84,6 +87,7 @@ mod tests {
             ("ld-sim", "sim"),
             ("ld-sink", "sink"),
             ("rdk:broker1", "librdkafka"),
+            ("producer pollin", "librdkafka"),
             ("launch", "other"),
         ];
         for (comm, expected) in cases {
