@@ -202,6 +202,12 @@ pub fn print_running(run: &Run, children: &Children) {
         "  control            CALLSTREAM_TOPIC_PREFIX={} callstream control show",
         run.prefix
     );
+    if children.names().iter().any(|n| n == OPERATOR_API) {
+        println!(
+            "  operator API       {} (the viewer token and calls above; /openapi.json)",
+            run.api_url
+        );
+    }
     println!(
         "  views (Postgres)   psql {}",
         super::database::redact(&run.database_url)

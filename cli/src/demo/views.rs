@@ -350,3 +350,8 @@ pub async fn settle(
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // tests may unwrap: a panic is the failure report
+#[path = "views_tests.rs"]
+mod tests;
