@@ -544,6 +544,7 @@ async fn the_openapi_document_is_3_1_and_covers_every_route() -> Result<()> {
         ("get", "/v1/jobs/{job_id}"),
         ("get", "/v1/exceptions"),
         ("post", "/v1/exceptions/{exception_id}/ignore"),
+        ("post", "/v1/exceptions/{exception_id}/retry"),
         ("get", "/v1/slots"),
         ("get", "/v1/launches/missing"),
         ("post", "/v1/launches/{launch_id}/recover"),
