@@ -1,6 +1,7 @@
 //! The runtime in-process against the real broker: a wall-clock timer fires
-//! on a partition that receives nothing else, and a poison record goes to
-//! the dead-letter topic while the records after it are processed.
+//! on a partition that receives nothing else, a poison record goes to the
+//! dead-letter topic while the records after it are processed, and a timer
+//! whose handler fails is dead-lettered (not dropped) and counted.
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -9,7 +10,8 @@ use callstream_e2e::runtime::{reader, Running};
 use callstream_e2e::{create_topic, produce, producer, unique_name};
 use callstream_runtime::testkit::{CountingProcessor, COUNTS_STORE};
 use callstream_runtime::{
-    header, Context, Output, ProcessError, Processor, ProcessorSpec, Record, TimeDomain, Timer,
+    header, Context, Output, ProcessError, Processor, ProcessorSpec, Record, RuntimeMetrics,
+    TimeDomain, Timer,
 };
 use rdkafka::message::{Headers, Message};
 
@@ -134,5 +136,67 @@ async fn a_poison_record_is_dead_lettered_and_the_records_after_it_are_processed
         .map(|v| String::from_utf8_lossy(v).into_owned())
         .unwrap_or_default();
     assert!(reason.starts_with("cannot decode"), "reason: {reason:?}");
+    Ok(())
+}
+
+/// Arms a wall-clock timer 200 ms out per record; its handler always fails.
+struct RefusingAlarm;
+
+impl Processor for RefusingAlarm {
+    fn process(&mut self, ctx: &mut Context<'_>, record: &Record) -> Result<(), ProcessError> {
+        let due = ctx.wall_clock_ms() + 200;
+        let key = record.key.clone().unwrap_or_default();
+        let payload = record.value.clone().unwrap_or_default();
+        ctx.set_timer(TimeDomain::WallClock, "alarm", key, due, payload);
+        Ok(())
+    }
+
+    fn on_timer(&mut self, _ctx: &mut Context<'_>, _timer: &Timer) -> Result<(), ProcessError> {
+        Err(ProcessError::Invalid("alarm refused".into()))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_timer_is_dead_lettered_with_its_identity_and_counted() -> Result<()> {
+    let app = unique_name("rt-timer-dlq");
+    let (input, dead_letters) = (format!("{app}-in"), format!("{app}-dlq"));
+    create_topic(&input, PARTITIONS).await?;
+    let spec = ProcessorSpec::new(&app, &dead_letters).input(&input);
+    let metrics = std::sync::Arc::new(RuntimeMetrics::new(&app));
+    let running = Running::start(RefusingAlarm, spec, |c| c.metrics = metrics.clone());
+    produce(&producer()?, &input, "k", b"wake me").await?;
+
+    let dead = tokio::time::timeout(
+        Duration::from_secs(30),
+        reader(&dead_letters, PARTITIONS)?.recv(),
+    )
+    .await
+    .context("no dead letter arrived")??
+    .detach();
+    // Let a second firing (there must be none) show up in the metrics.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    running.stop()?;
+    let header = |name: &str| {
+        dead.headers()
+            .and_then(|h| h.iter().find(|h| h.key == name))
+            .and_then(|h| h.value)
+            .map(|v| String::from_utf8_lossy(v).into_owned())
+            .unwrap_or_default()
+    };
+    assert_eq!(dead.key(), Some(&b"k"[..]));
+    assert_eq!(dead.payload(), Some(&b"wake me"[..]));
+    assert_eq!(header(header::DLQ_KIND), "timer");
+    assert_eq!(header(header::DLQ_TIMER_NAME), "alarm");
+    assert_eq!(header(header::DLQ_TIMER_DOMAIN), "wall-clock");
+    assert_eq!(header(header::DLQ_REASON), "cannot process: alarm refused");
+    assert!(header(header::DLQ_SOURCE).starts_with("timer/"));
+    let text = metrics.encode();
+    for line in [
+        format!(r#"callstream_runtime_handler_failures_total{{app="{app}",handler="on_timer"}} 1"#),
+        format!(r#"callstream_runtime_dead_letters_total{{app="{app}"}} 1"#),
+        format!(r#"callstream_runtime_open_timers{{app="{app}"}} 0"#),
+    ] {
+        assert!(text.contains(&line), "missing {line} in:\n{text}");
+    }
     Ok(())
 }
