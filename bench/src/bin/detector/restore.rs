@@ -8,7 +8,9 @@
 //! `restore_seconds` metric: watermarks, reading every changelog partition
 //! to its end, building the stores and the timer index). Start-up before
 //! it (topic checks, `init_transactions`, group join) is reported apart.
-//! Deadlines are W (default 20 min) ahead, so nothing fires meanwhile.
+//! Launches are spread over the ten minutes before now, as in a live
+//! detector's state, so their deadlines (W plus grace after acceptance,
+//! 12 to 22 minutes ahead with the defaults) do not fire meanwhile.
 
 use std::time::{Duration, Instant};
 
@@ -57,8 +59,10 @@ pub fn measure(
 ) -> Result<Restore> {
     names.create(settings, true)?;
     let partitions = names.topics.partitions;
-    let at = callstream_bench::kafka::now_micros() / 1000;
-    let deadline = at + window.0 + window.1;
+    let now = callstream_bench::kafka::now_micros() / 1000;
+    // A deterministic scatter over the last ten minutes.
+    let at = |n: u64| now - i64::try_from(n.wrapping_mul(7_919) % 600_000).unwrap_or(0);
+    let deadline = |n: u64| at(n) + window.0 + window.1;
     let contact = |n: u64| format!("r{n}");
     info!(windows, "filling the contacts and timer changelogs");
     let took = load(
@@ -68,7 +72,7 @@ pub fn measure(
         |n, key, value| {
             key.extend_from_slice(contact(n).as_bytes());
             let id = Uuid::from_u64_pair(RESTORE_IDS, n);
-            value.extend(records::open_window(n, id, at, window.0, window.1));
+            value.extend(records::open_window(n, id, at(n), window.0, window.1));
             Ok(Placed {
                 partition: Some(partition_for_key(key.as_slice(), partitions)),
                 timestamp_ms: None,
@@ -84,7 +88,7 @@ pub fn measure(
             |i, key, value| {
                 let name = contact(i / 2);
                 key.extend(timer_key(i % 2 == 1, name.as_bytes()));
-                value.extend_from_slice(&timer_value(deadline));
+                value.extend_from_slice(&timer_value(deadline(i / 2)));
                 Ok(Placed {
                     partition: Some(partition_for_key(name.as_bytes(), partitions)),
                     timestamp_ms: None,
