@@ -24,7 +24,7 @@ async fn commands_failed_by_an_outage_apply_once_when_an_operator_retries_them()
     let sim = Sim::start(callstream_sim_crm::CrmBehaviour::default()).await?;
     let mut stack = Stack::new("crm-retry", &sim).await?;
     // A bound this outage exhausts: 3 failures, about 1.5 s a command with
-    // the kit's delays (the default bound rides out some three minutes).
+    // the kit's delays (the default bound rides out about two minutes).
     stack.config.policy.retry.max_failures = 3;
     let collected = stack.collect()?;
     let running = stack.run_in_process()?;
