@@ -64,7 +64,13 @@ impl KafkaSettings {
         let mut config = self.producer_config();
         config
             .set("transactional.id", transactional_id)
-            .set("transaction.timeout.ms", "60000");
+            .set("transaction.timeout.ms", "60000")
+            // The first send of a transaction to a partition adds it to the transaction; right
+            // after a commit the coordinator may still be writing the previous markers and
+            // answers CONCURRENT_TRANSACTIONS, which the client retries after this back-off.
+            // librdkafka's default (100 ms) then adds a whole commit interval to every other
+            // transaction; Java's producer retries that case after 20 ms for the same reason.
+            .set("retry.backoff.ms", "10");
         config
     }
 
