@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use callstream_schemas::{decode_any, AnyEvent};
 use sqlx::{PgConnection, Postgres, Transaction};
 
-use crate::apply::{self, Located, Touched};
+use crate::apply::{self, Located};
 use crate::source::{RawRecord, TopicNames};
 use crate::view::{Tables, View};
 
@@ -104,6 +104,10 @@ pub enum Mode {
 
 /// Applies a batch to `views` (writing `tables`) inside an open transaction and stores
 /// the offsets; the caller commits.
+///
+/// `Fast` gives each view the batch's new records at once (a few statements per view);
+/// `Careful` gives them one at a time, each in a savepoint, so a record Postgres refuses
+/// is skipped alone. Both leave the same rows (see [`apply`](crate::apply)).
 pub async fn apply_batch(
     tx: &mut Transaction<'_, Postgres>,
     views: &[View],
@@ -117,51 +121,80 @@ pub async fn apply_batch(
     let mut next: Offsets = HashMap::new();
     let mut taken: Offsets = HashMap::new();
     for (view, key) in views.iter().zip(&keys) {
-        let mut touched = Touched::default();
-        for record in batch {
-            if !view.topics().contains(&record.logical) {
-                continue;
-            }
-            let raw = &record.raw;
-            let coordinates = (key.clone(), raw.topic.to_string(), raw.partition);
-            let from = stored.get(&coordinates).copied().unwrap_or(0);
-            let entry = next.entry(coordinates.clone()).or_insert(from);
-            *entry = (*entry).max(raw.offset + 1);
-            if raw.offset < from {
-                continue; // the view already has it
-            }
-            *taken.entry(coordinates).or_insert(0) += 1;
-            let Some(event) = &record.event else {
-                continue;
-            };
-            let located = Located {
-                topic: &raw.topic,
-                partition: raw.partition,
-                offset: raw.offset,
-                event,
-            };
-            match mode {
-                Mode::Fast => apply::apply(tx, *view, tables, located, &mut touched).await?,
-                Mode::Careful => {
+        let (records, moved) = new_records(*view, key, &stored, batch);
+        for ((topic, partition), (offset, count)) in moved {
+            let coordinates = (key.clone(), topic.to_string(), partition);
+            next.insert(coordinates.clone(), offset);
+            taken.insert(coordinates, count);
+        }
+        match mode {
+            Mode::Fast => apply::apply(tx, *view, tables, &records).await?,
+            Mode::Careful => {
+                for record in &records {
                     let mut savepoint = sqlx::Connection::begin(&mut **tx).await?;
-                    match apply::apply(&mut savepoint, *view, tables, located, &mut touched).await {
+                    let one = std::slice::from_ref(record);
+                    match apply::apply(&mut savepoint, *view, tables, one).await {
                         Ok(()) => savepoint.commit().await?,
                         Err(e) if crate::error::is_transient(&e) => return Err(e),
                         Err(error) => {
                             savepoint.rollback().await?;
                             stats.unappliable.fetch_add(1, Ordering::Relaxed);
                             tracing::error!(
-                                view = %view, topic = %raw.topic, partition = raw.partition,
-                                offset = raw.offset, %error, "record refused by postgres; skipped"
+                                view = %view, topic = %record.topic, partition = record.partition,
+                                offset = record.offset, %error, "record refused by postgres; skipped"
                             );
                         }
                     }
                 }
             }
         }
-        apply::finish(tx, *view, tables, &touched).await?;
     }
     store_offsets(tx, &stored, &next, &taken).await
+}
+
+/// `(physical topic, partition)` -> `(next offset, records taken)` of one view in a batch.
+type Moved<'a> = HashMap<(&'a str, i32), (i64, i64)>;
+
+/// The records of a batch that a view reads and has not applied yet (in batch order,
+/// events only), and where each of its partitions moves to.
+fn new_records<'a>(
+    view: View,
+    key: &str,
+    stored: &Offsets,
+    batch: &'a [Decoded],
+) -> (Vec<Located<'a>>, Moved<'a>) {
+    let mut records = Vec::new();
+    let mut moved: Moved<'a> = HashMap::new();
+    // The stored offset of each partition, looked up once per partition, not per record.
+    let mut from: HashMap<(&'a str, i32), i64> = HashMap::new();
+    for record in batch {
+        if !view.topics().contains(&record.logical) {
+            continue;
+        }
+        let raw = &record.raw;
+        let tp = (&*raw.topic, raw.partition);
+        let from = *from.entry(tp).or_insert_with(|| {
+            stored
+                .get(&(key.to_owned(), raw.topic.to_string(), raw.partition))
+                .copied()
+                .unwrap_or(0)
+        });
+        let (next, count) = moved.entry(tp).or_insert((from, 0));
+        *next = (*next).max(raw.offset + 1);
+        if raw.offset < from {
+            continue; // the view already has it
+        }
+        *count += 1;
+        if let Some(event) = &record.event {
+            records.push(Located {
+                topic: &raw.topic,
+                partition: raw.partition,
+                offset: raw.offset,
+                event,
+            });
+        }
+    }
+    (records, moved)
 }
 
 /// Writes the offsets that moved, and adds the records taken to each partition's count.

@@ -2,13 +2,20 @@
 //! missing-completion case; and delivery per tenant and 10-minute bucket of acceptance,
 //! recomputed from the launch rows of each bucket a batch touched (so it is idempotent
 //! and equal to a count over `launches` at every commit).
+//!
+//! A batch takes two statements: one upsert of every launch row it changes (the four
+//! kinds of event fold into one change per launch, each setting its own columns), which
+//! returns each row's bucket, and one recount of those buckets.
 
-use callstream_schemas::{
-    AnyEvent, CallEvent, CallLaunch, CompletionMissing, CompletionResolved, LaunchStatus, Timestamp,
-};
+use std::collections::BTreeSet;
+
+use callstream_schemas::{AnyEvent, LaunchStatus, Timestamp};
 use sqlx::PgConnection;
+use uuid::Uuid;
 
-use super::{first_non_null, Touched};
+use super::fold::{col, first, first_non_null, insert_unnest_with, least, Fold, Merge};
+use super::simple::actor_label;
+use super::Located;
 use crate::view::Tables;
 
 /// Status ranks: an ambiguous launch is later reconciled to a definite one.
@@ -19,207 +26,303 @@ fn status_rank(status: LaunchStatus) -> i16 {
     }
 }
 
+/// The status a launch result gives: `(status, rank, at, event id)`.
+type Status<'a> = (&'a str, i16, Timestamp, Uuid);
+/// A completion: `(completed_at, event id, outcome, source)`.
+type Completion = (Timestamp, Uuid, &'static str, &'static str);
+/// A missing-completion case: `(missing_at, event id, deadline_at)`.
+type Missing = (Timestamp, Uuid, Timestamp);
+/// A resolution: `(resolved_at, event id, resolution, resolved_by)`.
+type Resolution = (Timestamp, Uuid, &'static str, String);
+
+/// One change of a launch row; each kind of event fills its own group of columns.
+#[derive(Debug, Default)]
+struct LaunchRow<'a> {
+    tenant_id: &'a str,
+    launch_id: Uuid,
+    /// Written when the row is created, never changed.
+    contact_id: &'a str,
+    job_id: Option<Uuid>,
+    campaign_id: Option<&'a str>,
+    provider: Option<&'a str>,
+    provider_call_id: Option<&'a str>,
+    /// The greatest `(rank, at, event id)`.
+    status: Option<Status<'a>>,
+    /// The earliest acceptance; its bucket is the launch's.
+    accepted_at: Option<Timestamp>,
+    /// The greatest `(at, event id)`.
+    completion: Option<Completion>,
+    /// The earliest `(at, event id)`: a launch has one window.
+    missing: Option<Missing>,
+    /// The greatest `(at, event id)`.
+    resolution: Option<Resolution>,
+}
+
+impl Merge for LaunchRow<'_> {
+    fn merge(&mut self, later: Self) {
+        first(&mut self.job_id, later.job_id);
+        first(&mut self.campaign_id, later.campaign_id);
+        first(&mut self.provider, later.provider);
+        first(&mut self.provider_call_id, later.provider_call_id);
+        if let Some(s) = later.status {
+            if self
+                .status
+                .is_none_or(|m| (s.1, s.2, s.3) > (m.1, m.2, m.3))
+            {
+                self.status = Some(s);
+            }
+        }
+        self.accepted_at = least(self.accepted_at, later.accepted_at);
+        if let Some(c) = later.completion {
+            if self.completion.is_none_or(|m| (c.0, c.1) > (m.0, m.1)) {
+                self.completion = Some(c);
+            }
+        }
+        if let Some(m) = later.missing {
+            if self
+                .missing
+                .is_none_or(|mine| (m.0, m.1) < (mine.0, mine.1))
+            {
+                self.missing = Some(m);
+            }
+        }
+        if let Some(r) = later.resolution {
+            let newer = match &self.resolution {
+                Some(mine) => (r.0, r.1) > (mine.0, mine.1),
+                None => true,
+            };
+            if newer {
+                self.resolution = Some(r);
+            }
+        }
+    }
+}
+
+/// The change one event makes, if any.
+fn change(event: &AnyEvent) -> Option<LaunchRow<'_>> {
+    let row = match event {
+        AnyEvent::CallLaunch(l) => LaunchRow {
+            tenant_id: &l.tenant_id,
+            launch_id: l.launch_id,
+            contact_id: &l.contact_id,
+            job_id: Some(l.job_id),
+            campaign_id: Some(&l.campaign_id),
+            provider: Some(&l.provider),
+            provider_call_id: l.provider_call_id.as_deref(),
+            status: Some((
+                l.status.as_str(),
+                status_rank(l.status),
+                l.occurred_at,
+                l.event_id,
+            )),
+            accepted_at: (l.status == LaunchStatus::Accepted).then_some(l.occurred_at),
+            ..LaunchRow::default()
+        },
+        AnyEvent::CallEvent(e) => {
+            // The gateway leaves `outcome` unknown and sends the raw status: the shared
+            // rule maps it, as the processors do, or no live call would ever complete here.
+            let outcome = e.mapped_outcome();
+            let launch_id = e.launch_id.filter(|_| outcome.is_final())?;
+            LaunchRow {
+                tenant_id: &e.tenant_id,
+                launch_id,
+                contact_id: &e.contact_id,
+                campaign_id: e.campaign_id.as_deref(),
+                completion: Some((
+                    e.occurred_at,
+                    e.event_id,
+                    outcome.as_str(),
+                    e.source.as_str(),
+                )),
+                ..LaunchRow::default()
+            }
+        }
+        AnyEvent::CompletionMissing(m) => LaunchRow {
+            tenant_id: &m.tenant_id,
+            launch_id: m.launch_id,
+            contact_id: &m.contact_id,
+            job_id: m.job_id,
+            campaign_id: m.campaign_id.as_deref(),
+            provider: Some(&m.provider),
+            provider_call_id: Some(&m.provider_call_id),
+            missing: Some((m.occurred_at, m.event_id, m.deadline_at)),
+            ..LaunchRow::default()
+        },
+        AnyEvent::CompletionResolved(r) => LaunchRow {
+            tenant_id: &r.tenant_id,
+            launch_id: r.launch_id,
+            contact_id: &r.contact_id,
+            provider_call_id: r.provider_call_id.as_deref(),
+            resolution: Some((
+                r.occurred_at,
+                r.event_id,
+                r.resolution.as_str(),
+                actor_label(&r.actor),
+            )),
+            ..LaunchRow::default()
+        },
+        _ => return None,
+    };
+    Some(row)
+}
+
 pub(super) async fn apply(
     conn: &mut PgConnection,
     tables: Tables,
-    event: &AnyEvent,
-    touched: &mut Touched,
+    records: &[Located<'_>],
 ) -> Result<(), sqlx::Error> {
-    let bucket = match event {
-        AnyEvent::CallLaunch(l) => call_launch(conn, tables, l).await?,
-        AnyEvent::CallEvent(e) => call_event(conn, tables, e).await?,
-        AnyEvent::CompletionMissing(m) => missing(conn, tables, m).await?,
-        AnyEvent::CompletionResolved(r) => resolved(conn, tables, r).await?,
-        _ => None,
-    };
-    if let Some(bucket) = bucket {
-        touched
-            .buckets
-            .insert((event.envelope().tenant_id.to_string(), bucket));
+    let mut fold = Fold::default();
+    for record in records {
+        if let Some(row) = change(record.event) {
+            fold.add((row.tenant_id, row.launch_id), row);
+        }
     }
-    Ok(())
-}
-
-/// Every statement returns the launch's bucket, so the batch knows which to recompute.
-const RETURNING: &str = "RETURNING bucket_start";
-
-async fn call_launch(
-    conn: &mut PgConnection,
-    tables: Tables,
-    l: &CallLaunch,
-) -> Result<Option<Timestamp>, sqlx::Error> {
-    let accepted_at = (l.status == LaunchStatus::Accepted).then_some(l.occurred_at);
-    let sql = format!(
-        "INSERT INTO {t} AS t (tenant_id, launch_id, job_id, contact_id, campaign_id, status,
-             status_rank, status_at, status_event_id, provider, provider_call_id, accepted_at,
-             bucket_start)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12,
-                 date_bin('10 minutes', $12::timestamptz, 'epoch'::timestamptz))
-         ON CONFLICT (tenant_id, launch_id) DO UPDATE SET
-             {first},
-             status = CASE WHEN t.status_at IS NULL OR {newer} THEN EXCLUDED.status ELSE t.status END,
-             status_rank = CASE WHEN t.status_at IS NULL OR {newer} THEN EXCLUDED.status_rank ELSE t.status_rank END,
-             status_event_id = CASE WHEN t.status_at IS NULL OR {newer} THEN EXCLUDED.status_event_id ELSE t.status_event_id END,
-             status_at = CASE WHEN t.status_at IS NULL OR {newer} THEN EXCLUDED.status_at ELSE t.status_at END,
-             accepted_at = LEAST(t.accepted_at, EXCLUDED.accepted_at),
-             bucket_start = date_bin('10 minutes', LEAST(t.accepted_at, EXCLUDED.accepted_at), 'epoch'::timestamptz)
-         {RETURNING}",
-        t = tables.name("launches"),
-        first = first_non_null(&["job_id", "campaign_id", "provider", "provider_call_id"]),
-        newer = "(EXCLUDED.status_rank, EXCLUDED.status_at, EXCLUDED.status_event_id) > (t.status_rank, t.status_at, t.status_event_id)",
-    );
-    sqlx::query_scalar(&sql)
-        .bind(&l.tenant_id)
-        .bind(l.launch_id)
-        .bind(l.job_id)
-        .bind(&l.contact_id)
-        .bind(&l.campaign_id)
-        .bind(l.status.as_str())
-        .bind(status_rank(l.status))
-        .bind(l.occurred_at)
-        .bind(l.event_id)
-        .bind(&l.provider)
-        .bind(l.provider_call_id.as_deref())
-        .bind(accepted_at)
-        .fetch_one(&mut *conn)
-        .await
-}
-
-/// A final call event completes its launch; the greatest `(time, event id)` is kept.
-async fn call_event(
-    conn: &mut PgConnection,
-    tables: Tables,
-    e: &CallEvent,
-) -> Result<Option<Timestamp>, sqlx::Error> {
-    // The gateway leaves `outcome` unknown and sends the raw status: the shared
-    // rule maps it, as the processors do, or no live call would ever complete here.
-    let outcome = e.mapped_outcome();
-    let Some(launch_id) = e.launch_id.filter(|_| outcome.is_final()) else {
-        return Ok(None);
-    };
-    let greater = "(t.completed_at IS NULL OR (EXCLUDED.completed_at, EXCLUDED.completion_event_id) > (t.completed_at, t.completion_event_id))";
-    let sql = format!(
-        "INSERT INTO {t} AS t (tenant_id, launch_id, contact_id, campaign_id,
-             completion_event_id, completed_at, outcome, completion_source)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-         ON CONFLICT (tenant_id, launch_id) DO UPDATE SET
-             campaign_id = COALESCE(t.campaign_id, EXCLUDED.campaign_id),
-             completion_event_id = CASE WHEN {greater} THEN EXCLUDED.completion_event_id ELSE t.completion_event_id END,
-             outcome = CASE WHEN {greater} THEN EXCLUDED.outcome ELSE t.outcome END,
-             completion_source = CASE WHEN {greater} THEN EXCLUDED.completion_source ELSE t.completion_source END,
-             completed_at = CASE WHEN {greater} THEN EXCLUDED.completed_at ELSE t.completed_at END
-         {RETURNING}",
-        t = tables.name("launches"),
-    );
-    sqlx::query_scalar(&sql)
-        .bind(&e.tenant_id)
-        .bind(launch_id)
-        .bind(&e.contact_id)
-        .bind(e.campaign_id.as_deref())
-        .bind(e.event_id)
-        .bind(e.occurred_at)
-        .bind(outcome.as_str())
-        .bind(e.source.as_str())
-        .fetch_one(&mut *conn)
-        .await
-}
-
-/// The first missing-completion case of a launch is kept (a launch has one window).
-async fn missing(
-    conn: &mut PgConnection,
-    tables: Tables,
-    m: &CompletionMissing,
-) -> Result<Option<Timestamp>, sqlx::Error> {
-    let earlier = "(t.missing_at IS NULL OR (EXCLUDED.missing_at, EXCLUDED.missing_event_id) < (t.missing_at, t.missing_event_id))";
-    let sql = format!(
-        "INSERT INTO {t} AS t (tenant_id, launch_id, job_id, contact_id, campaign_id, provider,
-             provider_call_id, missing_event_id, missing_at, deadline_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-         ON CONFLICT (tenant_id, launch_id) DO UPDATE SET
-             {first},
-             missing_event_id = CASE WHEN {earlier} THEN EXCLUDED.missing_event_id ELSE t.missing_event_id END,
-             deadline_at = CASE WHEN {earlier} THEN EXCLUDED.deadline_at ELSE t.deadline_at END,
-             missing_at = CASE WHEN {earlier} THEN EXCLUDED.missing_at ELSE t.missing_at END
-         {RETURNING}",
-        t = tables.name("launches"),
-        first = first_non_null(&["job_id", "campaign_id", "provider", "provider_call_id"]),
-    );
-    sqlx::query_scalar(&sql)
-        .bind(&m.tenant_id)
-        .bind(m.launch_id)
-        .bind(m.job_id)
-        .bind(&m.contact_id)
-        .bind(m.campaign_id.as_deref())
-        .bind(&m.provider)
-        .bind(&m.provider_call_id)
-        .bind(m.event_id)
-        .bind(m.occurred_at)
-        .bind(m.deadline_at)
-        .fetch_one(&mut *conn)
-        .await
-}
-
-/// The latest resolution of a case is kept.
-async fn resolved(
-    conn: &mut PgConnection,
-    tables: Tables,
-    r: &CompletionResolved,
-) -> Result<Option<Timestamp>, sqlx::Error> {
-    let later = "(t.resolved_at IS NULL OR (EXCLUDED.resolved_at, EXCLUDED.resolution_event_id) > (t.resolved_at, t.resolution_event_id))";
-    let sql = format!(
-        "INSERT INTO {t} AS t (tenant_id, launch_id, contact_id, provider_call_id, resolution,
-             resolution_event_id, resolved_at, resolved_by)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-         ON CONFLICT (tenant_id, launch_id) DO UPDATE SET
-             provider_call_id = COALESCE(t.provider_call_id, EXCLUDED.provider_call_id),
-             resolution = CASE WHEN {later} THEN EXCLUDED.resolution ELSE t.resolution END,
-             resolved_by = CASE WHEN {later} THEN EXCLUDED.resolved_by ELSE t.resolved_by END,
-             resolution_event_id = CASE WHEN {later} THEN EXCLUDED.resolution_event_id ELSE t.resolution_event_id END,
-             resolved_at = CASE WHEN {later} THEN EXCLUDED.resolved_at ELSE t.resolved_at END
-         {RETURNING}",
-        t = tables.name("launches"),
-    );
-    sqlx::query_scalar(&sql)
-        .bind(&r.tenant_id)
-        .bind(r.launch_id)
-        .bind(&r.contact_id)
-        .bind(r.provider_call_id.as_deref())
-        .bind(r.resolution.as_str())
-        .bind(r.event_id)
-        .bind(r.occurred_at)
-        .bind(format!("{}:{}", r.actor.kind, r.actor.id))
-        .fetch_one(&mut *conn)
-        .await
-}
-
-/// Recounts every bucket the batch touched from the launch rows.
-pub(super) async fn recompute_buckets(
-    conn: &mut PgConnection,
-    tables: Tables,
-    touched: &Touched,
-) -> Result<(), sqlx::Error> {
-    if touched.buckets.is_empty() {
+    if fold.is_empty() {
         return Ok(());
     }
+    let buckets = write(conn, tables, fold.rows()).await?;
+    recompute_buckets(conn, tables, &buckets).await
+}
+
+/// Upserts the batch's launch rows; returns the `(tenant, bucket)` of each that has one.
+async fn write(
+    conn: &mut PgConnection,
+    tables: Tables,
+    rows: &[LaunchRow<'_>],
+) -> Result<BTreeSet<(String, Timestamp)>, sqlx::Error> {
+    let columns = [
+        ("tenant_id", "text"),
+        ("launch_id", "uuid"),
+        ("job_id", "uuid"),
+        ("contact_id", "text"),
+        ("campaign_id", "text"),
+        ("status", "text"),
+        ("status_rank", "int2"),
+        ("status_at", "timestamptz"),
+        ("status_event_id", "uuid"),
+        ("provider", "text"),
+        ("provider_call_id", "text"),
+        ("accepted_at", "timestamptz"),
+        ("completion_event_id", "uuid"),
+        ("completed_at", "timestamptz"),
+        ("outcome", "text"),
+        ("completion_source", "text"),
+        ("missing_event_id", "uuid"),
+        ("missing_at", "timestamptz"),
+        ("deadline_at", "timestamptz"),
+        ("resolution", "text"),
+        ("resolution_event_id", "uuid"),
+        ("resolved_at", "timestamptz"),
+        ("resolved_by", "text"),
+    ];
+    let insert = insert_unnest_with(
+        &tables.name("launches"),
+        &columns,
+        &[(
+            "bucket_start",
+            "date_bin('10 minutes', u.accepted_at, 'epoch'::timestamptz)",
+        )],
+    );
+    // Each group is taken whole when the stored one is NULL or the incoming key wins; an
+    // incoming NULL group never wins (the row comparison with NULLs is NULL).
+    let take = |cond: &str, cols: &[&str]| {
+        cols.iter()
+            .map(|c| format!("{c} = CASE WHEN {cond} THEN EXCLUDED.{c} ELSE t.{c} END"))
+            .collect::<Vec<_>>()
+            .join(",\n             ")
+    };
+    let status = take(
+        "t.status_at IS NULL OR (EXCLUDED.status_rank, EXCLUDED.status_at, EXCLUDED.status_event_id) > (t.status_rank, t.status_at, t.status_event_id)",
+        &["status", "status_rank", "status_event_id", "status_at"],
+    );
+    let completion = take(
+        "t.completed_at IS NULL OR (EXCLUDED.completed_at, EXCLUDED.completion_event_id) > (t.completed_at, t.completion_event_id)",
+        &["completion_event_id", "outcome", "completion_source", "completed_at"],
+    );
+    let missing = take(
+        "t.missing_at IS NULL OR (EXCLUDED.missing_at, EXCLUDED.missing_event_id) < (t.missing_at, t.missing_event_id)",
+        &["missing_event_id", "deadline_at", "missing_at"],
+    );
+    let resolution = take(
+        "t.resolved_at IS NULL OR (EXCLUDED.resolved_at, EXCLUDED.resolution_event_id) > (t.resolved_at, t.resolution_event_id)",
+        &["resolution", "resolved_by", "resolution_event_id", "resolved_at"],
+    );
+    let sql = format!(
+        "{insert}
+         ON CONFLICT (tenant_id, launch_id) DO UPDATE SET
+             {first},
+             {status},
+             accepted_at = LEAST(t.accepted_at, EXCLUDED.accepted_at),
+             bucket_start = date_bin('10 minutes', LEAST(t.accepted_at, EXCLUDED.accepted_at), 'epoch'::timestamptz),
+             {completion},
+             {missing},
+             {resolution}
+         RETURNING tenant_id, bucket_start",
+        first = first_non_null(&["job_id", "campaign_id", "provider", "provider_call_id"]),
+    );
+    let returned: Vec<(String, Option<Timestamp>)> = sqlx::query_as(&sql)
+        .bind(col(rows, |r| r.tenant_id))
+        .bind(col(rows, |r| r.launch_id))
+        .bind(col(rows, |r| r.job_id))
+        .bind(col(rows, |r| r.contact_id))
+        .bind(col(rows, |r| r.campaign_id))
+        .bind(col(rows, |r| r.status.map(|s| s.0)))
+        .bind(col(rows, |r| r.status.map(|s| s.1)))
+        .bind(col(rows, |r| r.status.map(|s| s.2)))
+        .bind(col(rows, |r| r.status.map(|s| s.3)))
+        .bind(col(rows, |r| r.provider))
+        .bind(col(rows, |r| r.provider_call_id))
+        .bind(col(rows, |r| r.accepted_at))
+        .bind(col(rows, |r| r.completion.map(|c| c.1)))
+        .bind(col(rows, |r| r.completion.map(|c| c.0)))
+        .bind(col(rows, |r| r.completion.map(|c| c.2)))
+        .bind(col(rows, |r| r.completion.map(|c| c.3)))
+        .bind(col(rows, |r| r.missing.map(|m| m.1)))
+        .bind(col(rows, |r| r.missing.map(|m| m.0)))
+        .bind(col(rows, |r| r.missing.map(|m| m.2)))
+        .bind(col(rows, |r| r.resolution.as_ref().map(|r| r.2)))
+        .bind(col(rows, |r| r.resolution.as_ref().map(|r| r.1)))
+        .bind(col(rows, |r| r.resolution.as_ref().map(|r| r.0)))
+        .bind(col(rows, |r| r.resolution.as_ref().map(|r| r.3.as_str())))
+        .fetch_all(&mut *conn)
+        .await?;
+    Ok(returned
+        .into_iter()
+        .filter_map(|(tenant, bucket)| Some((tenant, bucket?)))
+        .collect())
+}
+
+/// Recounts every bucket the batch touched from the launch rows, in one statement.
+async fn recompute_buckets(
+    conn: &mut PgConnection,
+    tables: Tables,
+    buckets: &BTreeSet<(String, Timestamp)>,
+) -> Result<(), sqlx::Error> {
+    if buckets.is_empty() {
+        return Ok(());
+    }
+    // A LEFT JOIN so a bucket left empty is written as zeros, not skipped.
     let sql = format!(
         "INSERT INTO {d} (tenant_id, bucket_start, accepted, delivered, recovered, missing)
-         SELECT $1, $2, count(*),
-                count(*) FILTER (WHERE completion_source = 'live'),
-                count(*) FILTER (WHERE completion_source = 'recovery'),
-                count(*) FILTER (WHERE missing_at IS NOT NULL)
-         FROM {l} WHERE tenant_id = $1 AND bucket_start = $2
+         SELECT b.tenant_id, b.bucket_start, count(l.launch_id),
+                count(*) FILTER (WHERE l.completion_source = 'live'),
+                count(*) FILTER (WHERE l.completion_source = 'recovery'),
+                count(*) FILTER (WHERE l.missing_at IS NOT NULL)
+         FROM UNNEST($1::text[], $2::timestamptz[]) AS b(tenant_id, bucket_start)
+         LEFT JOIN {l} AS l ON l.tenant_id = b.tenant_id AND l.bucket_start = b.bucket_start
+         GROUP BY b.tenant_id, b.bucket_start
          ON CONFLICT (tenant_id, bucket_start) DO UPDATE SET
              accepted = EXCLUDED.accepted, delivered = EXCLUDED.delivered,
              recovered = EXCLUDED.recovered, missing = EXCLUDED.missing",
         d = tables.name("delivery_buckets"),
         l = tables.name("launches"),
     );
-    for (tenant, bucket) in &touched.buckets {
-        sqlx::query(&sql)
-            .bind(tenant)
-            .bind(bucket)
-            .execute(&mut *conn)
-            .await?;
-    }
+    let (tenants, starts): (Vec<&str>, Vec<Timestamp>) =
+        buckets.iter().map(|(t, b)| (t.as_str(), *b)).unzip();
+    sqlx::query(&sql)
+        .bind(tenants)
+        .bind(starts)
+        .execute(&mut *conn)
+        .await?;
     Ok(())
 }

@@ -1,4 +1,5 @@
-//! Turning one decoded event into row changes of one view.
+//! Turning a batch of decoded events into row changes of one view, with a few statements
+//! per view per batch.
 //!
 //! Guarantees, which make exactly-once bookkeeping and rebuilds work:
 //! - Idempotent: applying the same event twice leaves the same rows as applying it once.
@@ -7,18 +8,24 @@
 //!   every event that carries it carries the same value (a job's campaign, origin and times
 //!   are copied from its plan by every processor), so any interleaving of the topics (live
 //!   and rebuild read them differently) gives equal rows.
+//! - Batching changes nothing: a batch gives the rows its events give applied one after
+//!   another in batch order (a batch of one is the per-event path). Each view folds the
+//!   batch's changes per row in memory with the merge its SQL applies (see [`fold`]) and
+//!   writes every row it changes with one multi-row upsert (`INSERT ... SELECT FROM
+//!   UNNEST(...)`), so a batch costs one to three statements per view however big it is.
 //! - Events a view does not care about change nothing.
 //!
 //! Table names come from [`Tables`], so the same code writes the live tables and a rebuild's.
 
+mod commands;
+mod exceptions;
+mod fold;
 mod jobs;
 mod launches;
 mod ops;
 mod simple;
 
-use std::collections::BTreeSet;
-
-use callstream_schemas::{AnyEvent, Timestamp};
+use callstream_schemas::AnyEvent;
 use sqlx::PgConnection;
 
 use crate::view::{Tables, View};
@@ -33,70 +40,24 @@ pub struct Located<'a> {
     pub event: &'a AnyEvent,
 }
 
-/// What a batch touched that is finished once at its end (per view).
-#[derive(Debug, Default)]
-pub struct Touched {
-    /// `(tenant, bucket start)` of delivery buckets to recompute.
-    pub buckets: BTreeSet<(String, Timestamp)>,
-}
-
-/// Applies one event to one view.
+/// Applies a batch of records (in the order they were read) to one view.
 pub async fn apply(
     conn: &mut PgConnection,
     view: View,
     tables: Tables,
-    record: Located<'_>,
-    touched: &mut Touched,
+    records: &[Located<'_>],
 ) -> Result<(), sqlx::Error> {
-    match view {
-        View::Jobs => jobs::apply(conn, tables, record.event).await,
-        View::Exceptions => simple::exceptions(conn, tables, record.event).await,
-        View::Slots => simple::slots(conn, tables, record.event).await,
-        View::Launches => launches::apply(conn, tables, record.event, touched).await,
-        View::Audit => ops::audit(conn, tables, record.event).await,
-        View::Timeline => ops::timeline(conn, tables, record).await,
-        View::Control => simple::control(conn, tables, record.event).await,
-        View::Commands => ops::commands(conn, tables, record.event).await,
+    if records.is_empty() {
+        return Ok(());
     }
-}
-
-/// Finishes a batch for one view: recomputes what depends on many rows.
-pub async fn finish(
-    conn: &mut PgConnection,
-    view: View,
-    tables: Tables,
-    touched: &Touched,
-) -> Result<(), sqlx::Error> {
     match view {
-        View::Launches => launches::recompute_buckets(conn, tables, touched).await,
-        _ => Ok(()),
+        View::Jobs => jobs::apply(conn, tables, records).await,
+        View::Exceptions => exceptions::apply(conn, tables, records).await,
+        View::Slots => simple::slots(conn, tables, records).await,
+        View::Launches => launches::apply(conn, tables, records).await,
+        View::Audit => ops::audit(conn, tables, records).await,
+        View::Timeline => ops::timeline(conn, tables, records).await,
+        View::Control => simple::control(conn, tables, records).await,
+        View::Commands => commands::apply(conn, tables, records).await,
     }
-}
-
-/// The `CASE` condition "the incoming `(rank, at, event id)` is greater than the stored
-/// one", for a table alias `t` and columns `{prefix}_rank`, `{prefix}_at`, `{prefix}_event_id`.
-pub(crate) fn newer(prefix: &str) -> String {
-    format!(
-        "(EXCLUDED.{prefix}_rank, EXCLUDED.{prefix}_at, EXCLUDED.{prefix}_event_id) \
-         > (t.{prefix}_rank, t.{prefix}_at, t.{prefix}_event_id)"
-    )
-}
-
-/// `col = CASE WHEN <newer> THEN EXCLUDED.col ELSE t.col END` for each column.
-pub(crate) fn take_if_newer(prefix: &str, columns: &[&str]) -> String {
-    let cond = newer(prefix);
-    columns
-        .iter()
-        .map(|c| format!("{c} = CASE WHEN {cond} THEN EXCLUDED.{c} ELSE t.{c} END"))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-/// `col = COALESCE(t.col, EXCLUDED.col)` for each column: the first value seen stays.
-pub(crate) fn first_non_null(columns: &[&str]) -> String {
-    columns
-        .iter()
-        .map(|c| format!("{c} = COALESCE(t.{c}, EXCLUDED.{c})"))
-        .collect::<Vec<_>>()
-        .join(", ")
 }

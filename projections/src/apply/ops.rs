@@ -1,5 +1,6 @@
-//! The views about actions: audit (every operator and system action), commands (operator
-//! commands and what became of them) and the contact timeline (every event of a contact).
+//! The views about actions: audit (every operator and system action) and the contact
+//! timeline (every event of a contact). Both keep the first row of an event
+//! (`ON CONFLICT DO NOTHING`), one insert per batch. (Commands have a file of their own.)
 
 use callstream_schemas::{
     ActorKind, AnyEvent, AuditEvent, ContactCommand, ControlChange, Envelope, Timestamp,
@@ -8,7 +9,8 @@ use serde_json::Value;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use super::{take_if_newer, Located};
+use super::fold::{col, insert_unnest, Fold};
+use super::Located;
 use crate::view::Tables;
 
 /// The whole event as JSON (timestamps as epoch milliseconds, as the Avro types serialize).
@@ -48,17 +50,28 @@ fn text_field<'a>(json: &'a Value, names: &[&str]) -> Option<&'a str> {
         .find_map(|n| json.get(*n).and_then(Value::as_str))
 }
 
+/// One timeline row.
+struct TimelineRow<'a> {
+    tenant_id: &'a str,
+    event_id: uuid::Uuid,
+    contact_id: String,
+    occurred_at: Timestamp,
+    event_type: String,
+    what: Option<String>,
+    reason: Option<String>,
+    causation_id: Option<Uuid>,
+    correlation_id: Option<Uuid>,
+    topic: &'a str,
+    partition: i32,
+    offset: i64,
+    event: Value,
+}
+
 /// Every event that names a contact becomes a timeline entry, with what happened (its
 /// kind, status, outcome or action) and why (its reason).
-pub(super) async fn timeline(
-    conn: &mut PgConnection,
-    tables: Tables,
-    record: Located<'_>,
-) -> Result<(), sqlx::Error> {
+fn timeline_row<'a>(record: &Located<'a>) -> Option<TimelineRow<'a>> {
     let json = event_json(record.event);
-    let Some(contact_id) = text_field(&json, &["contact_id"]) else {
-        return Ok(());
-    };
+    let contact_id = text_field(&json, &["contact_id"])?.to_owned();
     let what = match record.event {
         // A live call event says `unknown` (the gateway keeps the raw status): the
         // timeline shows what the call meant, by the same rule the processors use.
@@ -74,8 +87,9 @@ pub(super) async fn timeline(
                 "setting",
             ],
         ),
-    };
-    let reason = text_field(&json, &["reason"]);
+    }
+    .map(str::to_owned);
+    let reason = text_field(&json, &["reason"]).map(str::to_owned);
     let Envelope {
         event_id,
         tenant_id,
@@ -83,29 +97,74 @@ pub(super) async fn timeline(
         causation_id,
         correlation_id,
     } = record.event.envelope();
-    let sql = format!(
-        "INSERT INTO {t} (tenant_id, event_id, contact_id, occurred_at, event_type, what,
-             reason, causation_id, correlation_id, topic, partition, kafka_offset, event)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
-         ON CONFLICT (tenant_id, event_id) DO NOTHING",
-        t = tables.name("contact_timeline"),
+    Some(TimelineRow {
+        tenant_id,
+        event_id,
+        contact_id,
+        occurred_at,
+        event_type: format!("{:?}", record.event.kind()),
+        what,
+        reason,
+        causation_id,
+        correlation_id,
+        topic: record.topic,
+        partition: record.partition,
+        offset: record.offset,
+        event: json,
+    })
+}
+
+pub(super) async fn timeline(
+    conn: &mut PgConnection,
+    tables: Tables,
+    records: &[Located<'_>],
+) -> Result<(), sqlx::Error> {
+    let mut fold = Fold::default();
+    for record in records {
+        if let Some(row) = timeline_row(record) {
+            fold.add_first((row.tenant_id, row.event_id), row);
+        }
+    }
+    if fold.is_empty() {
+        return Ok(());
+    }
+    let rows = fold.rows();
+    let insert = insert_unnest(
+        &tables.name("contact_timeline"),
+        &[
+            ("tenant_id", "text"),
+            ("event_id", "uuid"),
+            ("contact_id", "text"),
+            ("occurred_at", "timestamptz"),
+            ("event_type", "text"),
+            ("what", "text"),
+            ("reason", "text"),
+            ("causation_id", "uuid"),
+            ("correlation_id", "uuid"),
+            ("topic", "text"),
+            ("partition", "int4"),
+            ("kafka_offset", "int8"),
+            ("event", "jsonb"),
+        ],
     );
-    sqlx::query(&sql)
-        .bind(tenant_id)
-        .bind(event_id)
-        .bind(contact_id)
-        .bind(occurred_at)
-        .bind(format!("{:?}", record.event.kind()))
-        .bind(what)
-        .bind(reason)
-        .bind(causation_id)
-        .bind(correlation_id)
-        .bind(record.topic)
-        .bind(record.partition)
-        .bind(record.offset)
-        .bind(&json)
-        .execute(&mut *conn)
-        .await?;
+    sqlx::query(&format!(
+        "{insert} ON CONFLICT (tenant_id, event_id) DO NOTHING"
+    ))
+    .bind(col(rows, |r| r.tenant_id))
+    .bind(col(rows, |r| r.event_id))
+    .bind(col(rows, |r| r.contact_id.as_str()))
+    .bind(col(rows, |r| r.occurred_at))
+    .bind(col(rows, |r| r.event_type.as_str()))
+    .bind(col(rows, |r| r.what.as_deref()))
+    .bind(col(rows, |r| r.reason.as_deref()))
+    .bind(col(rows, |r| r.causation_id))
+    .bind(col(rows, |r| r.correlation_id))
+    .bind(col(rows, |r| r.topic))
+    .bind(col(rows, |r| r.partition))
+    .bind(col(rows, |r| r.offset))
+    .bind(col(rows, |r| &r.event))
+    .execute(&mut *conn)
+    .await?;
     Ok(())
 }
 
@@ -131,37 +190,58 @@ struct AuditRow<'a> {
 pub(super) async fn audit(
     conn: &mut PgConnection,
     tables: Tables,
-    event: &AnyEvent,
+    records: &[Located<'_>],
 ) -> Result<(), sqlx::Error> {
-    let row = match event {
-        AnyEvent::AuditEvent(a) => audit_row(a),
-        AnyEvent::ControlChange(c) => control_row(c),
-        AnyEvent::ContactCommand(c) if c.actor.kind == ActorKind::Operator => command_row(c),
-        _ => return Ok(()),
-    };
-    let sql = format!(
-        "INSERT INTO {t} (tenant_id, event_id, occurred_at, actor_kind, actor_id, action,
-             subject_type, subject_id, contact_id, command_id, result, reason, detail)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
-         ON CONFLICT (tenant_id, event_id) DO NOTHING",
-        t = tables.name("audit"),
+    let mut fold = Fold::default();
+    for record in records {
+        let row = match record.event {
+            AnyEvent::AuditEvent(a) => audit_row(a),
+            AnyEvent::ControlChange(c) => control_row(c),
+            AnyEvent::ContactCommand(c) if c.actor.kind == ActorKind::Operator => command_row(c),
+            _ => continue,
+        };
+        fold.add_first((row.tenant_id, row.event_id), row);
+    }
+    if fold.is_empty() {
+        return Ok(());
+    }
+    let rows = fold.rows();
+    let insert = insert_unnest(
+        &tables.name("audit"),
+        &[
+            ("tenant_id", "text"),
+            ("event_id", "uuid"),
+            ("occurred_at", "timestamptz"),
+            ("actor_kind", "text"),
+            ("actor_id", "text"),
+            ("action", "text"),
+            ("subject_type", "text"),
+            ("subject_id", "text"),
+            ("contact_id", "text"),
+            ("command_id", "uuid"),
+            ("result", "text"),
+            ("reason", "text"),
+            ("detail", "text"),
+        ],
     );
-    sqlx::query(&sql)
-        .bind(row.tenant_id)
-        .bind(row.event_id)
-        .bind(row.occurred_at)
-        .bind(row.actor_kind)
-        .bind(row.actor_id)
-        .bind(row.action)
-        .bind(row.subject_type)
-        .bind(row.subject_id)
-        .bind(row.contact_id)
-        .bind(row.command_id)
-        .bind(row.result)
-        .bind(row.reason)
-        .bind(row.detail)
-        .execute(&mut *conn)
-        .await?;
+    sqlx::query(&format!(
+        "{insert} ON CONFLICT (tenant_id, event_id) DO NOTHING"
+    ))
+    .bind(col(rows, |r| r.tenant_id))
+    .bind(col(rows, |r| r.event_id))
+    .bind(col(rows, |r| r.occurred_at))
+    .bind(col(rows, |r| r.actor_kind))
+    .bind(col(rows, |r| r.actor_id))
+    .bind(col(rows, |r| r.action.as_str()))
+    .bind(col(rows, |r| r.subject_type))
+    .bind(col(rows, |r| r.subject_id.as_str()))
+    .bind(col(rows, |r| r.contact_id))
+    .bind(col(rows, |r| r.command_id))
+    .bind(col(rows, |r| r.result))
+    .bind(col(rows, |r| r.reason))
+    .bind(col(rows, |r| r.detail.as_deref()))
+    .execute(&mut *conn)
+    .await?;
     Ok(())
 }
 
@@ -221,7 +301,7 @@ fn command_row(c: &ContactCommand) -> AuditRow<'_> {
 }
 
 /// What a contact command is about, beyond its contact.
-fn command_target(c: &ContactCommand) -> Value {
+pub(super) fn command_target(c: &ContactCommand) -> Value {
     serde_json::json!({
         "job_id": c.job_id,
         "launch_id": c.launch_id,
@@ -229,120 +309,4 @@ fn command_target(c: &ContactCommand) -> Value {
         "campaign_id": c.campaign_id,
         "requested_at": c.requested_at.map(|t| t.timestamp_millis()),
     })
-}
-
-/// One change of a command row.
-struct CommandChange<'a> {
-    tenant_id: &'a str,
-    command_id: Uuid,
-    kind: Option<String>,
-    contact_id: Option<&'a str>,
-    actor_id: Option<&'a str>,
-    requested_at: Option<Timestamp>,
-    target: Option<Value>,
-    status: &'a str,
-    rank: i16,
-    at: Timestamp,
-    event_id: Uuid,
-    reason: Option<&'a str>,
-}
-
-/// Operator commands: `pending` when the command is on the log, then `applied` or
-/// `rejected` from the audit event that names it. A control change takes effect by being
-/// on the log, so an operator's is `applied` at once.
-pub(super) async fn commands(
-    conn: &mut PgConnection,
-    tables: Tables,
-    event: &AnyEvent,
-) -> Result<(), sqlx::Error> {
-    let change = match event {
-        AnyEvent::ContactCommand(c) if c.actor.kind == ActorKind::Operator => CommandChange {
-            tenant_id: &c.tenant_id,
-            command_id: c.event_id,
-            kind: Some(c.kind.as_str().to_string()),
-            contact_id: Some(&c.contact_id),
-            actor_id: Some(&c.actor.id),
-            requested_at: Some(c.occurred_at),
-            target: Some(command_target(c)),
-            status: "pending",
-            rank: 0,
-            at: c.occurred_at,
-            event_id: c.event_id,
-            reason: None,
-        },
-        AnyEvent::ControlChange(c) if c.actor.kind == ActorKind::Operator => CommandChange {
-            tenant_id: &c.tenant_id,
-            command_id: c.event_id,
-            kind: Some(format!("control.{}", c.setting)),
-            contact_id: None,
-            actor_id: Some(&c.actor.id),
-            requested_at: Some(c.occurred_at),
-            target: Some(serde_json::json!({
-                "campaign_id": c.campaign_id,
-                "value": c.new_value,
-            })),
-            status: "applied",
-            rank: 1,
-            at: c.occurred_at,
-            event_id: c.event_id,
-            reason: None,
-        },
-        AnyEvent::AuditEvent(a) => match a.command_id {
-            Some(command_id) => CommandChange {
-                tenant_id: &a.tenant_id,
-                command_id,
-                kind: None,
-                contact_id: a.contact_id.as_deref(),
-                actor_id: None,
-                requested_at: None,
-                target: None,
-                status: a.result.as_str(),
-                rank: 1,
-                at: a.occurred_at,
-                event_id: a.event_id,
-                reason: a.reason.as_deref(),
-            },
-            None => return Ok(()),
-        },
-        _ => return Ok(()),
-    };
-    let sql = format!(
-        "INSERT INTO {t} AS t (tenant_id, command_id, kind, contact_id, actor_id, requested_at,
-             target, status, status_rank, status_at, status_event_id, reason)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
-         ON CONFLICT (tenant_id, command_id) DO UPDATE SET
-             kind = COALESCE(t.kind, EXCLUDED.kind),
-             contact_id = COALESCE(t.contact_id, EXCLUDED.contact_id),
-             actor_id = COALESCE(t.actor_id, EXCLUDED.actor_id),
-             requested_at = COALESCE(t.requested_at, EXCLUDED.requested_at),
-             target = COALESCE(t.target, EXCLUDED.target),
-             {newer}",
-        t = tables.name("commands"),
-        newer = take_if_newer(
-            "status",
-            &[
-                "status",
-                "reason",
-                "status_rank",
-                "status_at",
-                "status_event_id"
-            ]
-        ),
-    );
-    sqlx::query(&sql)
-        .bind(change.tenant_id)
-        .bind(change.command_id)
-        .bind(change.kind)
-        .bind(change.contact_id)
-        .bind(change.actor_id)
-        .bind(change.requested_at)
-        .bind(change.target)
-        .bind(change.status)
-        .bind(change.rank)
-        .bind(change.at)
-        .bind(change.event_id)
-        .bind(change.reason)
-        .execute(&mut *conn)
-        .await?;
-    Ok(())
 }

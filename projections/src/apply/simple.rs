@@ -1,12 +1,14 @@
-//! The views fed by one topic each: exceptions, slot bookings, and the control table.
+//! The views fed by one topic each and merged simply: slot bookings and the control table.
+//! (Exceptions have a file of their own.)
 
-use callstream_schemas::{
-    Actor, AnyEvent, ControlChange, ExceptionEvent, ExceptionStatus, ScheduleEvent,
-    ScheduleEventKind,
-};
+use std::collections::{HashMap, HashSet};
+
+use callstream_schemas::{Actor, AnyEvent, ControlChange, ScheduleEventKind, Timestamp};
 use sqlx::PgConnection;
+use uuid::Uuid;
 
-use super::{first_non_null, take_if_newer};
+use super::fold::{col, first, insert_unnest, Fold, Merge};
+use super::Located;
 use crate::view::Tables;
 
 /// `kind:id`, how views show an actor.
@@ -14,178 +16,165 @@ pub(crate) fn actor_label(actor: &Actor) -> String {
     format!("{}:{}", actor.kind, actor.id)
 }
 
-/// An exception case: its latest status wins, closed beats open.
-pub(super) async fn exceptions(
-    conn: &mut PgConnection,
-    tables: Tables,
-    event: &AnyEvent,
-) -> Result<(), sqlx::Error> {
-    let AnyEvent::ExceptionEvent(e) = event else {
-        return Ok(());
-    };
-    exception(conn, tables, e).await
+/// One change of a booking.
+#[derive(Debug)]
+struct SlotRow<'a> {
+    tenant_id: &'a str,
+    slot: i64,
+    job_id: Uuid,
+    slot_at: Option<Timestamp>,
+    /// Written when the row is created, never changed.
+    contact_id: &'a str,
+    campaign_id: &'a str,
+    allocated: bool,
+    cancelled: bool,
 }
 
-async fn exception(
-    conn: &mut PgConnection,
-    tables: Tables,
-    e: &ExceptionEvent,
-) -> Result<(), sqlx::Error> {
-    let rank: i16 = match e.status {
-        ExceptionStatus::Open | ExceptionStatus::Unknown => 0,
-        ExceptionStatus::Resolved | ExceptionStatus::Ignored => 1,
-    };
-    let open = e.status == ExceptionStatus::Open;
-    let actor = actor_label(&e.actor);
-    let (opened_at, opened_by) = if open {
-        (Some(e.occurred_at), Some(actor.as_str()))
-    } else {
-        (None, None)
-    };
-    let (resolved_at, resolved_by) = if rank == 1 {
-        (Some(e.occurred_at), Some(actor.as_str()))
-    } else {
-        (None, None)
-    };
-    let sql = format!(
-        "INSERT INTO {t} AS t (tenant_id, exception_id, exception_type, status, status_rank,
-             status_at, status_event_id, urgent, contact_id, campaign_id, job_id, launch_id,
-             call_id, operation_id, reason, detail, assignee, opened_at, opened_by,
-             resolved_at, resolved_by, first_seen_at, updated_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
-                 $18, $19, $20, $21, $6, $6)
-         ON CONFLICT (tenant_id, exception_id) DO UPDATE SET
-             {first},
-             opened_by = CASE WHEN EXCLUDED.opened_at IS NOT NULL AND (t.opened_at IS NULL OR EXCLUDED.opened_at < t.opened_at) THEN EXCLUDED.opened_by ELSE t.opened_by END,
-             opened_at = LEAST(t.opened_at, EXCLUDED.opened_at),
-             {newer},
-             first_seen_at = LEAST(t.first_seen_at, EXCLUDED.first_seen_at),
-             updated_at = GREATEST(t.updated_at, EXCLUDED.updated_at)",
-        t = tables.name("exceptions"),
-        first = first_non_null(&["campaign_id", "job_id", "launch_id", "call_id", "operation_id"]),
-        newer = take_if_newer(
-            "status",
-            &[
-                "status",
-                "reason",
-                "detail",
-                "assignee",
-                "urgent",
-                "resolved_at",
-                "resolved_by",
-                "status_rank",
-                "status_at",
-                "status_event_id",
-            ],
-        ),
-    );
-    sqlx::query(&sql)
-        .bind(&e.tenant_id)
-        .bind(e.exception_id)
-        .bind(e.exception_type.as_str())
-        .bind(e.status.as_str())
-        .bind(rank)
-        .bind(e.occurred_at)
-        .bind(e.event_id)
-        .bind(e.urgent)
-        .bind(&e.contact_id)
-        .bind(e.campaign_id.as_deref())
-        .bind(e.job_id)
-        .bind(e.launch_id)
-        .bind(e.call_id.as_deref())
-        .bind(e.operation_id)
-        .bind(&e.reason)
-        .bind(e.detail.as_deref())
-        .bind(e.assignee.as_deref())
-        .bind(opened_at)
-        .bind(opened_by)
-        .bind(resolved_at)
-        .bind(resolved_by)
-        .execute(&mut *conn)
-        .await?;
-    Ok(())
+impl Merge for SlotRow<'_> {
+    fn merge(&mut self, later: Self) {
+        first(&mut self.slot_at, later.slot_at);
+        self.allocated |= later.allocated;
+        self.cancelled |= later.cancelled;
+    }
 }
 
 /// Slot bookings. `schedule-events` is keyed by tenant, so a tenant's allocations and
 /// cancels arrive in the order the scheduler decided them.
+///
+/// A cancel that names no slot cancels every booking of its job that exists when it is
+/// applied: in a batch, the bookings stored before it (one `UPDATE`, run before the
+/// batch's bookings are written) and the bookings the batch made before it (in memory),
+/// never one the batch makes after it, exactly as one-at-a-time application.
 pub(super) async fn slots(
     conn: &mut PgConnection,
     tables: Tables,
-    event: &AnyEvent,
+    records: &[Located<'_>],
 ) -> Result<(), sqlx::Error> {
-    let AnyEvent::ScheduleEvent(e) = event else {
-        return Ok(());
-    };
-    match (e.kind, e.slot) {
-        (ScheduleEventKind::Allocated, Some(slot)) => book(conn, tables, e, slot, true).await,
-        (ScheduleEventKind::Cancelled, Some(slot)) => book(conn, tables, e, slot, false).await,
-        (ScheduleEventKind::Cancelled, None) => {
-            let sql = format!(
-                "UPDATE {t} SET cancelled = true WHERE tenant_id = $1 AND job_id = $2",
-                t = tables.name("slots")
-            );
-            sqlx::query(&sql)
-                .bind(&e.tenant_id)
-                .bind(e.job_id)
-                .execute(&mut *conn)
-                .await?;
-            Ok(())
+    let mut fold: Fold<(&str, i64, Uuid), SlotRow<'_>> = Fold::default();
+    let mut slots_of_job: HashMap<(&str, Uuid), Vec<i64>> = HashMap::new();
+    let mut stored_cancels: HashSet<(&str, Uuid)> = HashSet::new();
+    for record in records {
+        let AnyEvent::ScheduleEvent(e) = record.event else {
+            continue;
+        };
+        let tenant = e.tenant_id.as_str();
+        let allocated = match (e.kind, e.slot) {
+            (ScheduleEventKind::Allocated, Some(_)) => true,
+            (ScheduleEventKind::Cancelled, Some(_)) => false,
+            (ScheduleEventKind::Cancelled, None) => {
+                stored_cancels.insert((tenant, e.job_id));
+                for slot in slots_of_job.get(&(tenant, e.job_id)).into_iter().flatten() {
+                    if let Some(row) = fold.get_mut(&(tenant, *slot, e.job_id)) {
+                        row.cancelled = true;
+                    }
+                }
+                continue;
+            }
+            _ => continue,
+        };
+        let Some(slot) = e.slot else { continue };
+        let key = (tenant, slot, e.job_id);
+        if fold.get(&key).is_none() {
+            slots_of_job
+                .entry((tenant, e.job_id))
+                .or_default()
+                .push(slot);
         }
-        _ => Ok(()),
+        let row = SlotRow {
+            tenant_id: tenant,
+            slot,
+            job_id: e.job_id,
+            slot_at: e.slot_at,
+            contact_id: &e.contact_id,
+            campaign_id: &e.campaign_id,
+            allocated,
+            cancelled: !allocated,
+        };
+        fold.add(key, row);
     }
-}
-
-async fn book(
-    conn: &mut PgConnection,
-    tables: Tables,
-    e: &ScheduleEvent,
-    slot: i64,
-    allocated: bool,
-) -> Result<(), sqlx::Error> {
+    let table = tables.name("slots");
+    if !stored_cancels.is_empty() {
+        let (tenants, jobs): (Vec<&str>, Vec<Uuid>) = stored_cancels.into_iter().unzip();
+        let sql = format!(
+            "UPDATE {table} AS s SET cancelled = true
+             FROM UNNEST($1::text[], $2::uuid[]) AS c(tenant_id, job_id)
+             WHERE s.tenant_id = c.tenant_id AND s.job_id = c.job_id AND NOT s.cancelled"
+        );
+        sqlx::query(&sql)
+            .bind(tenants)
+            .bind(jobs)
+            .execute(&mut *conn)
+            .await?;
+    }
+    if fold.is_empty() {
+        return Ok(());
+    }
+    let rows = fold.rows();
+    let insert = insert_unnest(
+        &table,
+        &[
+            ("tenant_id", "text"),
+            ("slot", "int8"),
+            ("job_id", "uuid"),
+            ("slot_at", "timestamptz"),
+            ("contact_id", "text"),
+            ("campaign_id", "text"),
+            ("allocated", "bool"),
+            ("cancelled", "bool"),
+        ],
+    );
     let sql = format!(
-        "INSERT INTO {t} AS t (tenant_id, slot, job_id, slot_at, contact_id, campaign_id,
-             allocated, cancelled)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+        "{insert}
          ON CONFLICT (tenant_id, slot, job_id) DO UPDATE SET
              slot_at = COALESCE(t.slot_at, EXCLUDED.slot_at),
              allocated = t.allocated OR EXCLUDED.allocated,
-             cancelled = t.cancelled OR EXCLUDED.cancelled",
-        t = tables.name("slots")
+             cancelled = t.cancelled OR EXCLUDED.cancelled"
     );
     sqlx::query(&sql)
-        .bind(&e.tenant_id)
-        .bind(slot)
-        .bind(e.job_id)
-        .bind(e.slot_at)
-        .bind(&e.contact_id)
-        .bind(&e.campaign_id)
-        .bind(allocated)
-        .bind(!allocated)
+        .bind(col(rows, |r| r.tenant_id))
+        .bind(col(rows, |r| r.slot))
+        .bind(col(rows, |r| r.job_id))
+        .bind(col(rows, |r| r.slot_at))
+        .bind(col(rows, |r| r.contact_id))
+        .bind(col(rows, |r| r.campaign_id))
+        .bind(col(rows, |r| r.allocated))
+        .bind(col(rows, |r| r.cancelled))
         .execute(&mut *conn)
         .await?;
     Ok(())
 }
 
-/// The control table: the latest change per tenant, setting and campaign.
+/// The control table: the latest change per tenant, setting and campaign, whole.
 pub(super) async fn control(
     conn: &mut PgConnection,
     tables: Tables,
-    event: &AnyEvent,
+    records: &[Located<'_>],
 ) -> Result<(), sqlx::Error> {
-    let AnyEvent::ControlChange(c) = event else {
+    struct Latest<'a>(&'a ControlChange);
+    impl Merge for Latest<'_> {
+        fn merge(&mut self, later: Self) {
+            if (later.0.occurred_at, later.0.event_id) > (self.0.occurred_at, self.0.event_id) {
+                *self = later;
+            }
+        }
+    }
+    let mut fold = Fold::default();
+    for record in records {
+        if let AnyEvent::ControlChange(c) = record.event {
+            let key = (
+                c.tenant_id.as_str(),
+                c.setting,
+                c.campaign_id.as_deref().unwrap_or(""),
+            );
+            fold.add(key, Latest(c));
+        }
+    }
+    if fold.is_empty() {
         return Ok(());
-    };
-    control_change(conn, tables, c).await
-}
-
-async fn control_change(
-    conn: &mut PgConnection,
-    tables: Tables,
-    c: &ControlChange,
-) -> Result<(), sqlx::Error> {
-    let value = serde_json::to_value(&c.new_value).unwrap_or(serde_json::Value::Null);
+    }
+    let rows = fold.rows();
     let later = "(EXCLUDED.changed_at, EXCLUDED.event_id) > (t.changed_at, t.event_id)";
-    let columns = [
+    let set = [
         "enabled",
         "value",
         "actor_kind",
@@ -193,30 +182,40 @@ async fn control_change(
         "reason",
         "changed_at",
         "event_id",
-    ];
-    let set = columns
-        .iter()
-        .map(|col| format!("{col} = CASE WHEN {later} THEN EXCLUDED.{col} ELSE t.{col} END"))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let sql = format!(
-        "INSERT INTO {t} AS t (tenant_id, setting, campaign_id, enabled, value, event_id,
-             changed_at, actor_kind, actor_id, reason)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-         ON CONFLICT (tenant_id, setting, campaign_id) DO UPDATE SET {set}",
-        t = tables.name("control_settings"),
+    ]
+    .iter()
+    .map(|col| format!("{col} = CASE WHEN {later} THEN EXCLUDED.{col} ELSE t.{col} END"))
+    .collect::<Vec<_>>()
+    .join(", ");
+    let insert = insert_unnest(
+        &tables.name("control_settings"),
+        &[
+            ("tenant_id", "text"),
+            ("setting", "text"),
+            ("campaign_id", "text"),
+            ("enabled", "bool"),
+            ("value", "jsonb"),
+            ("event_id", "uuid"),
+            ("changed_at", "timestamptz"),
+            ("actor_kind", "text"),
+            ("actor_id", "text"),
+            ("reason", "text"),
+        ],
     );
+    let sql = format!("{insert} ON CONFLICT (tenant_id, setting, campaign_id) DO UPDATE SET {set}");
     sqlx::query(&sql)
-        .bind(&c.tenant_id)
-        .bind(c.setting.as_str())
-        .bind(c.campaign_id.as_deref().unwrap_or(""))
-        .bind(c.new_value.enabled)
-        .bind(value)
-        .bind(c.event_id)
-        .bind(c.occurred_at)
-        .bind(c.actor.kind.as_str())
-        .bind(&c.actor.id)
-        .bind(c.reason.as_deref())
+        .bind(col(rows, |r| r.0.tenant_id.as_str()))
+        .bind(col(rows, |r| r.0.setting.as_str()))
+        .bind(col(rows, |r| r.0.campaign_id.as_deref().unwrap_or("")))
+        .bind(col(rows, |r| r.0.new_value.enabled))
+        .bind(col(rows, |r| {
+            serde_json::to_value(&r.0.new_value).unwrap_or(serde_json::Value::Null)
+        }))
+        .bind(col(rows, |r| r.0.event_id))
+        .bind(col(rows, |r| r.0.occurred_at))
+        .bind(col(rows, |r| r.0.actor.kind.as_str()))
+        .bind(col(rows, |r| r.0.actor.id.as_str()))
+        .bind(col(rows, |r| r.0.reason.as_deref()))
         .execute(&mut *conn)
         .await?;
     Ok(())
