@@ -9,6 +9,7 @@ mod kafka;
 mod layout;
 mod postgres;
 mod procs;
+mod schemathesis;
 mod stack;
 mod summary;
 mod test_plan;
@@ -90,6 +91,13 @@ enum Cmd {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// Check the operator API against its OpenAPI document with schemathesis (PyPI, pinned,
+    /// installed into .stack/schemathesis/venv): the stack up, a seeded world, `--checks all`.
+    Schemathesis {
+        /// Further arguments for `schemathesis run` (`--max-examples 100`).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -113,6 +121,7 @@ fn main() -> ExitCode {
         Cmd::Test { args } => test_runner::test(&layout, &args),
         Cmd::Demo { args } => cargo_cmds::demo(&layout, &args),
         Cmd::Bench { name, args } => cargo_cmds::bench(&layout, &name, &args),
+        Cmd::Schemathesis { args } => schemathesis::run(&layout, &args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -12,8 +12,8 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use callstream_platform::topics;
-use callstream_schemas::{Actor, AnyEvent, ContactCommand, ContactCommandKind, JobOrigin};
-use chrono::{DateTime, Utc};
+use callstream_schemas::{Actor, AnyEvent, ContactCommand, ContactCommandKind};
+use chrono::Utc;
 use serde::Deserialize;
 use utoipa::ToSchema;
 use uuid::Uuid;
@@ -140,7 +140,11 @@ pub(crate) fn contact_command(
     }
 }
 
-async fn contact_exists(state: &AppState, tenant: &str, contact_id: &str) -> Result<(), ApiError> {
+pub(crate) async fn contact_exists(
+    state: &AppState,
+    tenant: &str,
+    contact_id: &str,
+) -> Result<(), ApiError> {
     let found: bool = sqlx::query_scalar(
         "SELECT EXISTS (SELECT 1 FROM contact_timeline WHERE tenant_id = $1 AND contact_id = $2)
              OR EXISTS (SELECT 1 FROM jobs WHERE tenant_id = $1 AND contact_id = $2)",
@@ -156,9 +160,11 @@ async fn contact_exists(state: &AppState, tenant: &str, contact_id: &str) -> Res
     }
 }
 
+/// A reason as given: at most 500 characters (as the schema counts them, not bytes);
+/// blank is none.
 pub(crate) fn reason_of(reason: Option<String>) -> Result<Option<String>, ApiError> {
     match reason {
-        Some(r) if r.len() > 500 => Err(ApiError::Unprocessable(
+        Some(r) if r.chars().count() > 500 => Err(ApiError::Unprocessable(
             "reason is longer than 500 characters".into(),
         )),
         Some(r) if r.trim().is_empty() => Ok(None),
@@ -166,25 +172,12 @@ pub(crate) fn reason_of(reason: Option<String>) -> Result<Option<String>, ApiErr
     }
 }
 
-/// Body of a retry.
-#[derive(Debug, Default, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RetryBody {
-    /// The job to retry (one of the contact's); default its latest.
-    pub job_id: Option<Uuid>,
-    /// The campaign to plan the retry in; default the job's.
-    pub campaign_id: Option<String>,
-    /// Why (kept on the audit trail).
-    pub reason: Option<String>,
-    /// Retry later only: when (RFC 3339, in the future). Required there.
-    pub at: Option<DateTime<Utc>>,
-}
-
 /// Body of an action that only needs a reason.
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReasonBody {
     /// Why (kept on the audit trail).
+    #[schema(max_length = 500)]
     pub reason: Option<String>,
 }
 
@@ -192,106 +185,12 @@ pub struct ReasonBody {
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CancelBody {
-    /// Why they are cancelled (required: no cancellation without a reason).
+    /// Why they are cancelled (required, not blank: no cancellation without a reason).
+    #[schema(value_type = String, required = true, max_length = 500, pattern = "\\S")]
     pub reason: Option<String>,
 }
 
-async fn retry(
-    state: &AppState,
-    principal: &Principal,
-    contact_id: &str,
-    body: RetryBody,
-    later: bool,
-    wait: Option<Duration>,
-) -> Result<(StatusCode, Json<Accepted>), ApiError> {
-    principal.require(Role::Operator)?;
-    let reason = reason_of(body.reason)?;
-    let at = match (later, body.at) {
-        (true, None) => {
-            return Err(ApiError::Unprocessable(
-                "at is required for retry later".into(),
-            ))
-        }
-        (true, Some(at)) if at <= Utc::now() => {
-            return Err(ApiError::Unprocessable("at must be in the future".into()))
-        }
-        (false, Some(_)) => {
-            return Err(ApiError::Unprocessable("at is only for retry later".into()))
-        }
-        (_, at) => at,
-    };
-    contact_exists(state, &principal.tenant_id, contact_id).await?;
-    let mut campaign_id = body.campaign_id;
-    if let Some(job_id) = body.job_id {
-        let job = crate::reads::find_job(state, &principal.tenant_id, job_id).await?;
-        match job {
-            Some(job) if job.contact_id == contact_id => {
-                campaign_id = campaign_id.or(job.campaign_id);
-            }
-            _ => return Err(ApiError::NotFound { what: "job" }),
-        }
-    }
-    let kind = if later {
-        ContactCommandKind::RetryLater
-    } else {
-        ContactCommandKind::RetryNow
-    };
-    let mut command = contact_command(principal, kind, contact_id);
-    command.job_id = body.job_id;
-    command.campaign_id = campaign_id;
-    command.origin = Some(JobOrigin::OperatorRetry);
-    command.requested_at = at;
-    command.reason = reason;
-    send(
-        state,
-        principal,
-        topics::CONTACT_COMMANDS,
-        contact_id,
-        command.into(),
-        kind.to_string(),
-        Some(contact_id.to_string()),
-        wait,
-    )
-    .await
-}
-
 pub(crate) type Answer = Result<(StatusCode, Json<Accepted>), ApiError>;
-
-/// Plan a call for the contact now (through the scheduler, in its window).
-#[utoipa::path(post, path = "/v1/contacts/{contact_id}/retry-now", tag = "actions",
-    params(("contact_id" = String, Path), WaitParam, crate::app::TenantHeader), request_body(content = RetryBody),
-    security(("bearer" = [])),
-    responses((status = 202, body = Accepted), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
-        (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody),
-        (status = 503, body = ErrorBody)))]
-pub async fn retry_now(
-    State(state): State<AppState>,
-    principal: Principal,
-    Path(contact_id): Path<String>,
-    Query(wait): Query<WaitParam>,
-    Body(body): Body<RetryBody>,
-) -> Answer {
-    let wait = wait.duration(state.config().max_wait)?;
-    retry(&state, &principal, &contact_id, body, false, wait).await
-}
-
-/// Plan a call for the contact at a time.
-#[utoipa::path(post, path = "/v1/contacts/{contact_id}/retry-later", tag = "actions",
-    params(("contact_id" = String, Path), WaitParam, crate::app::TenantHeader), request_body(content = RetryBody),
-    security(("bearer" = [])),
-    responses((status = 202, body = Accepted), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
-        (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody),
-        (status = 503, body = ErrorBody)))]
-pub async fn retry_later(
-    State(state): State<AppState>,
-    principal: Principal,
-    Path(contact_id): Path<String>,
-    Query(wait): Query<WaitParam>,
-    Body(body): Body<RetryBody>,
-) -> Answer {
-    let wait = wait.duration(state.config().max_wait)?;
-    retry(&state, &principal, &contact_id, body, true, wait).await
-}
 
 async fn simple_contact_action(
     state: &AppState,

@@ -23,7 +23,7 @@ use crate::config::OperatorApiConfig;
 use crate::error::{ApiError, ErrorBody};
 use crate::model::CommandStatus;
 use crate::publish::Publisher;
-use crate::{actions, cases, control, crm_retry, model, reads};
+use crate::{actions, cases, control, crm_retry, model, reads, retry};
 
 /// The optional tenant header every route accepts.
 #[derive(Debug, Deserialize, IntoParams)]
@@ -140,7 +140,7 @@ impl Modify for BearerAuth {
     paths(
         reads::list_jobs, reads::get_job, reads::list_exceptions, reads::slots,
         reads::missing_launches, reads::delivery, reads::timeline, reads::control,
-        actions::get_command, actions::retry_now, actions::retry_later,
+        actions::get_command, retry::retry_now, retry::retry_later,
         actions::cancel_future_jobs, actions::force_finish,
         cases::recover, cases::advance, cases::ignore_exception, crm_retry::retry_crm_command,
         control::system_pause, control::campaign_pause, control::shadow_mode, control::crm_writes,
@@ -150,8 +150,8 @@ impl Modify for BearerAuth {
         ErrorBody, model::Job, model::JobDetail, model::Exception, model::Slots,
         model::SlotOccupancy, model::MissingLaunch, model::DeliveryBucket, model::TimelineEntry,
         model::ControlSetting, model::CommandStatus, model::Accepted,
-        actions::RetryBody, actions::ReasonBody, actions::CancelBody, cases::AdvanceBody,
-        cases::AdvanceAs, control::SwitchBody,
+        retry::RetryNowBody, retry::RetryLaterBody, actions::ReasonBody, actions::CancelBody,
+        cases::AdvanceBody, cases::AdvanceAs, control::SwitchBody,
     )),
     modifiers(&BearerAuth),
 )]
@@ -211,11 +211,11 @@ pub fn app(state: AppState) -> Router {
         .route("/v1/contacts/{contact_id}/timeline", get(reads::timeline))
         .route(
             "/v1/contacts/{contact_id}/retry-now",
-            post(actions::retry_now),
+            post(retry::retry_now),
         )
         .route(
             "/v1/contacts/{contact_id}/retry-later",
-            post(actions::retry_later),
+            post(retry::retry_later),
         )
         .route(
             "/v1/contacts/{contact_id}/cancel-future-jobs",

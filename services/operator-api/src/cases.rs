@@ -100,8 +100,10 @@ pub enum AdvanceAs {
 pub struct AdvanceBody {
     /// `no_answer` or `voicemail` (required).
     #[serde(rename = "as")]
+    #[schema(value_type = AdvanceAs, required = true)]
     pub advance_as: Option<AdvanceAs>,
     /// Why (kept on the audit trail).
+    #[schema(max_length = 500)]
     pub reason: Option<String>,
 }
 
@@ -131,12 +133,13 @@ pub async fn advance(
     launch_action(&state, &principal, launch_id, kind, body.reason, wait).await
 }
 
-/// Ignore an exception case.
+/// Ignore an open exception case (409 when the view shows it closed).
 #[utoipa::path(post, path = "/v1/exceptions/{exception_id}/ignore", tag = "actions",
     params(("exception_id" = Uuid, Path), WaitParam, crate::app::TenantHeader), request_body(content = ReasonBody),
     security(("bearer" = [])),
     responses((status = 202, body = Accepted), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
-        (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody),
+        (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody),
+        (status = 422, body = ErrorBody),
         (status = 503, body = ErrorBody)))]
 pub async fn ignore_exception(
     State(state): State<AppState>,
@@ -160,7 +163,7 @@ pub async fn ignore_exception(
     // A closed exception has nothing to ignore, and the contact processor, which judges
     // ignores of exceptions other services opened, cannot tell whether one is still open.
     if status != "open" {
-        return Err(ApiError::Unprocessable(format!(
+        return Err(ApiError::Conflict(format!(
             "the exception is {status}; only an open one can be ignored"
         )));
     }

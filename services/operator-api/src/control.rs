@@ -23,8 +23,12 @@ use crate::model::Accepted;
 #[serde(deny_unknown_fields)]
 pub struct SwitchBody {
     /// Pauses: paused; shadow mode: on; CRM writes: allowed (required).
+    // An `Option` (documented as a required bool) so that an absent value is refused with
+    // a message rather than read as `false`, which would unpause.
+    #[schema(value_type = bool, required = true)]
     pub enabled: Option<bool>,
     /// Why (kept on the audit trail).
+    #[schema(max_length = 500)]
     pub reason: Option<String>,
 }
 
@@ -114,7 +118,7 @@ pub async fn system_pause(
 
 /// Pause (`enabled: true`) or unpause one campaign.
 #[utoipa::path(post, path = "/v1/control/campaigns/{campaign_id}/pause", tag = "control",
-    params(("campaign_id" = String, Path), WaitParam, crate::app::TenantHeader), request_body(content = SwitchBody),
+    params(("campaign_id" = String, Path, min_length = 1, max_length = 200), WaitParam, crate::app::TenantHeader), request_body(content = SwitchBody),
     security(("bearer" = [])),
     responses((status = 202, body = Accepted), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 422, body = ErrorBody), (status = 503, body = ErrorBody)))]

@@ -27,6 +27,9 @@ pub enum ApiError {
     /// Well-formed, but a value is not acceptable.
     #[error("{0}")]
     Unprocessable(String),
+    /// The object is not in a state the action applies to (an exception already closed).
+    #[error("{0}")]
+    Conflict(String),
     /// Kafka did not take the command in time, or Postgres is away: nothing was done.
     #[error("{0}; retry later")]
     Unavailable(&'static str),
@@ -39,7 +42,7 @@ pub enum ApiError {
 #[derive(Debug, Serialize, serde::Deserialize, ToSchema)]
 pub struct ErrorBody {
     /// Stable, machine-readable: `unauthenticated`, `forbidden`, `not_found`,
-    /// `bad_request`, `unprocessable`, `unavailable`, `internal`.
+    /// `bad_request`, `unprocessable`, `conflict`, `unavailable`, `internal`.
     pub code: String,
     /// For people.
     pub message: String,
@@ -53,6 +56,7 @@ impl ApiError {
             Self::NotFound { .. } => StatusCode::NOT_FOUND,
             Self::BadRequest(_) => StatusCode::BAD_REQUEST,
             Self::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            Self::Conflict(_) => StatusCode::CONFLICT,
             Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             Self::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -65,6 +69,7 @@ impl ApiError {
             Self::NotFound { .. } => "not_found",
             Self::BadRequest(_) => "bad_request",
             Self::Unprocessable(_) => "unprocessable",
+            Self::Conflict(_) => "conflict",
             Self::Unavailable(_) => "unavailable",
             Self::Internal => "internal",
         }
@@ -121,6 +126,7 @@ mod tests {
             (ApiError::NotFound { what: "job" }, 404, "not_found"),
             (ApiError::BadRequest("x".into()), 400, "bad_request"),
             (ApiError::Unprocessable("x".into()), 422, "unprocessable"),
+            (ApiError::Conflict("x".into()), 409, "conflict"),
             (ApiError::Unavailable("x"), 503, "unavailable"),
             (ApiError::Internal, 500, "internal"),
         ];

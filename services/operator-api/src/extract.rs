@@ -77,13 +77,17 @@ impl<T: DeserializeOwned + Default, S: Send + Sync> FromRequest<S> for Body<T> {
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct WaitParam {
-    /// How long to wait for the command's outcome, as `500ms` or `5s` (at most the
-    /// server's limit, 30 s by default). Without it the answer is immediate.
+    /// How long to wait for the command's outcome, as `500ms`, `5s`, `1m` or a number of
+    /// seconds; a longer wait than the server's limit (30 s by default) waits the limit.
+    /// Without it the answer is immediate.
+    #[param(pattern = "^[0-9]{1,9}(ms|s|m)?$")]
     pub wait: Option<String>,
 }
 
 impl WaitParam {
-    /// The wait asked for, checked against `max`.
+    /// The wait asked for, at most `max`. A client cannot know the server's limit, so a
+    /// longer wait is cut to it rather than refused; the answer says `pending` if it ends
+    /// before the command does, exactly as for a shorter wait.
     pub fn duration(&self, max: Duration) -> Result<Option<Duration>, ApiError> {
         let Some(text) = self.wait.as_deref() else {
             return Ok(None);
@@ -93,13 +97,7 @@ impl WaitParam {
                 "wait={text:?} is not a duration such as 5s or 500ms"
             ))
         })?;
-        if wait > max {
-            return Err(ApiError::Unprocessable(format!(
-                "wait={text} is longer than the limit of {} ms",
-                max.as_millis()
-            )));
-        }
-        Ok(Some(wait))
+        Ok(Some(wait.min(max)))
     }
 }
 
@@ -141,14 +139,14 @@ mod tests {
     }
 
     #[test]
-    fn a_wait_past_the_limit_is_unprocessable() {
+    fn a_wait_past_the_limit_waits_the_limit() {
         let w = WaitParam {
             wait: Some("60s".into()),
         };
-        assert!(matches!(
+        assert_eq!(
             w.duration(Duration::from_secs(30)),
-            Err(ApiError::Unprocessable(_))
-        ));
+            Ok(Some(Duration::from_secs(30)))
+        );
         let w = WaitParam {
             wait: Some("soon".into()),
         };

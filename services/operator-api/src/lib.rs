@@ -21,7 +21,9 @@ pub mod error;
 pub mod extract;
 pub mod model;
 pub mod publish;
+pub mod query;
 pub mod reads;
+pub mod retry;
 pub mod server;
 
 pub use app::{app, ApiDoc, AppState};

@@ -109,6 +109,8 @@ pub struct SlotOccupancy {
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct Slots {
     pub from: DateTime<Utc>,
+    /// The end of the range answered: the one asked for, or 7 days after `from` when it
+    /// asked for more (ask again from here for the rest).
     pub to: DateTime<Utc>,
     /// Launches a slot may hold (the tenant's grid setting, default 1).
     pub capacity: i64,

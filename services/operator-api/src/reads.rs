@@ -5,9 +5,7 @@
 use axum::extract::State;
 use axum::Json;
 use chrono::{DateTime, Utc};
-use serde::Deserialize;
 use sqlx::{Postgres, QueryBuilder};
-use utoipa::IntoParams;
 use uuid::Uuid;
 
 use crate::app::AppState;
@@ -16,50 +14,7 @@ use crate::cursor::{limit, Cursor};
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{Path, Query};
 use crate::model::*;
-
-/// Filters of `GET /v1/jobs`.
-#[derive(Debug, Default, Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct JobsQuery {
-    /// Only jobs in this state.
-    pub state: Option<String>,
-    /// Only this contact's jobs.
-    pub contact_id: Option<String>,
-    /// Only this campaign's jobs.
-    pub campaign_id: Option<String>,
-    /// Only jobs planned at or after this time (RFC 3339).
-    pub from: Option<DateTime<Utc>>,
-    /// Only jobs planned before this time (RFC 3339).
-    pub to: Option<DateTime<Utc>>,
-    /// Page size, 1..=500 (default 50).
-    pub limit: Option<i64>,
-    /// `next_cursor` of the previous page.
-    pub cursor: Option<String>,
-}
-
-const STATES: &[&str] = &[
-    "requested",
-    "scheduled",
-    "due",
-    "dispatching",
-    "launched",
-    "ambiguous",
-    "completed",
-    "failed",
-    "shadow",
-    "refused",
-    "cancelled",
-    "replaced",
-];
-
-fn check_range(from: Option<DateTime<Utc>>, to: Option<DateTime<Utc>>) -> Result<(), ApiError> {
-    match (from, to) {
-        (Some(f), Some(t)) if f >= t => {
-            Err(ApiError::Unprocessable("from must be before to".into()))
-        }
-        _ => Ok(()),
-    }
-}
+use crate::query::*;
 
 fn page<T>(mut items: Vec<T>, limit: i64, key: impl Fn(&T) -> Cursor) -> Page<T> {
     let more = items.len() as i64 > limit;
@@ -84,20 +39,12 @@ pub async fn list_jobs(
 ) -> Result<Json<Page<Job>>, ApiError> {
     principal.require(Role::Viewer)?;
     let limit = limit(q.limit)?;
-    check_range(q.from, q.to)?;
-    if let Some(s) = &q.state {
-        if !STATES.contains(&s.as_str()) {
-            return Err(ApiError::Unprocessable(format!(
-                "state={s:?} is not a job state"
-            )));
-        }
-    }
     let cursor = q.cursor.as_deref().map(Cursor::decode).transpose()?;
     let mut sql: QueryBuilder<Postgres> =
         QueryBuilder::new(format!("SELECT {JOB_COLUMNS} FROM jobs WHERE tenant_id = "));
     sql.push_bind(&principal.tenant_id);
-    if let Some(s) = &q.state {
-        sql.push(" AND state = ").push_bind(s);
+    if let Some(s) = q.state {
+        sql.push(" AND state = ").push_bind(s.as_str());
     }
     if let Some(c) = &q.contact_id {
         sql.push(" AND contact_id = ").push_bind(c);
@@ -180,18 +127,6 @@ pub(crate) async fn find_job(
         .await?)
 }
 
-/// Filters of `GET /v1/exceptions`.
-#[derive(Debug, Default, Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct ExceptionsQuery {
-    /// open (default), resolved, ignored or all.
-    pub status: Option<String>,
-    /// Page size, 1..=500 (default 50).
-    pub limit: Option<i64>,
-    /// `next_cursor` of the previous page.
-    pub cursor: Option<String>,
-}
-
 /// Exception cases, open ones by default, oldest first.
 #[utoipa::path(get, path = "/v1/exceptions", tag = "reads", params(ExceptionsQuery, crate::app::TenantHeader),
     security(("bearer" = [])),
@@ -204,12 +139,12 @@ pub async fn list_exceptions(
 ) -> Result<Json<Page<Exception>>, ApiError> {
     principal.require(Role::Viewer)?;
     let limit = limit(q.limit)?;
-    let status = q.status.as_deref().unwrap_or("open");
-    if !["open", "resolved", "ignored", "all"].contains(&status) {
-        return Err(ApiError::Unprocessable(format!(
-            "status={status:?} is not open, resolved, ignored or all"
-        )));
-    }
+    let status = match q.status.unwrap_or_default() {
+        ExceptionFilter::Open => "open",
+        ExceptionFilter::Resolved => "resolved",
+        ExceptionFilter::Ignored => "ignored",
+        ExceptionFilter::All => "all",
+    };
     let cursor = q.cursor.as_deref().map(Cursor::decode).transpose()?;
     let mut sql: QueryBuilder<Postgres> = QueryBuilder::new(format!(
         "SELECT {EXCEPTION_COLUMNS} FROM exceptions WHERE tenant_id = "
@@ -234,32 +169,7 @@ pub async fn list_exceptions(
     })))
 }
 
-/// A time range, required.
-#[derive(Debug, Default, Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct RangeQuery {
-    /// Start (RFC 3339, inclusive).
-    pub from: Option<DateTime<Utc>>,
-    /// End (RFC 3339, exclusive); at most 7 days after `from`.
-    pub to: Option<DateTime<Utc>>,
-}
-
-impl RangeQuery {
-    fn required(&self) -> Result<(DateTime<Utc>, DateTime<Utc>), ApiError> {
-        let (Some(from), Some(to)) = (self.from, self.to) else {
-            return Err(ApiError::BadRequest("from and to are required".into()));
-        };
-        check_range(Some(from), Some(to))?;
-        if to - from > chrono::Duration::days(7) {
-            return Err(ApiError::Unprocessable(
-                "the range may span at most 7 days".into(),
-            ));
-        }
-        Ok((from, to))
-    }
-}
-
-/// Occupancy of the slot grid over a range.
+/// Occupancy of the slot grid over a range (at most 7 days of it; see `to` in the answer).
 #[utoipa::path(get, path = "/v1/slots", tag = "reads", params(RangeQuery, crate::app::TenantHeader),
     security(("bearer" = [])),
     responses((status = 200, body = Slots), (status = 400, body = ErrorBody),
@@ -270,7 +180,11 @@ pub async fn slots(
     Query(q): Query<RangeQuery>,
 ) -> Result<Json<Slots>, ApiError> {
     principal.require(Role::Viewer)?;
-    let (from, to) = q.required()?;
+    // At most 7 days in one answer (the grid has over a thousand slots a day); the answer
+    // says which range it covers, so a client pages on by asking from its `to`.
+    let from = q.from;
+    let to =
+        q.to.min(from.checked_add_signed(MAX_SLOT_RANGE).unwrap_or(q.to));
     let slots: Vec<SlotOccupancy> = sqlx::query_as(
         "SELECT slot, min(slot_at) AS slot_at,
                 count(*) FILTER (WHERE allocated AND NOT cancelled) AS booked,
@@ -297,16 +211,6 @@ pub async fn slots(
         capacity: capacity.unwrap_or(1),
         slots,
     }))
-}
-
-/// Paging only.
-#[derive(Debug, Default, Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct PageQuery {
-    /// Page size, 1..=500 (default 50).
-    pub limit: Option<i64>,
-    /// `next_cursor` of the previous page.
-    pub cursor: Option<String>,
 }
 
 /// Launches whose completion is missing and not yet resolved, oldest first.
@@ -353,7 +257,7 @@ pub async fn delivery(
     Query(q): Query<RangeQuery>,
 ) -> Result<Json<Vec<DeliveryBucket>>, ApiError> {
     principal.require(Role::Viewer)?;
-    let (from, to) = q.required()?;
+    let (from, to) = (q.from, q.to);
     let rows: Vec<(DateTime<Utc>, i64, i64, i64, i64)> = sqlx::query_as(
         "SELECT bucket_start, accepted, delivered, recovered, missing FROM delivery_buckets
          WHERE tenant_id = $1 AND bucket_start >= $2 AND bucket_start < $3 ORDER BY bucket_start",

@@ -341,8 +341,8 @@ async fn errors_roles_and_tenant_isolation() -> Result<()> {
             Some(&viewer),
             None,
             vec![],
-            422,
-            "unprocessable",
+            400,
+            "bad_request",
         ),
         (
             "POST",

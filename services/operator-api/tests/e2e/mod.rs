@@ -37,6 +37,8 @@ pub const CRM_OUTAGE: Duration = Duration::from_secs(15);
 
 pub struct Stack {
     pub router: axum::Router,
+    /// The API's configuration (a test may serve it on a socket too).
+    pub config: OperatorApiConfig,
     pub topics: Topics,
     pub pool: PgPool,
     pub sim: SimState,
@@ -97,13 +99,15 @@ impl Stack {
         let (crm, crm_base) = sims::crm_simulator(CRM_OUTAGE).await?;
         let processors = processors::start(&topics, &voice_base, &crm_base)?;
 
-        let router = app(state(&OperatorApiConfig::new(url, kafka, topics.clone()))?);
+        let config = OperatorApiConfig::new(url, kafka, topics.clone());
+        let router = app(state(&config)?);
         let token = |role, who: &'static str| create_token(&pool, seed::TENANT, role, who);
         let viewer = token(Role::Viewer, "viewer@e2e").await?.token;
         let operator = token(Role::Operator, "operator@e2e").await?.token;
         let admin = token(Role::Admin, "admin@e2e").await?.token;
         Ok(Self {
             router,
+            config,
             topics,
             pool,
             sim,
