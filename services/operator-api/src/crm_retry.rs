@@ -31,8 +31,8 @@ const KIND: &str = "crm_retry";
     request_body(content = ReasonBody),
     security(("bearer" = [])),
     responses((status = 202, body = Accepted), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
-        (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody),
-        (status = 503, body = ErrorBody)))]
+        (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody),
+        (status = 422, body = ErrorBody), (status = 503, body = ErrorBody)))]
 pub async fn retry_crm_command(
     State(state): State<AppState>,
     principal: Principal,
@@ -54,13 +54,15 @@ pub async fn retry_crm_command(
     let (contact_id, exception_type, status) =
         row.ok_or(ApiError::NotFound { what: "exception" })?;
     let crm_failed = ExceptionType::CrmFailed.as_str();
+    // The request is well formed either way; it is the exception that has no command to
+    // retry (another type) or is no longer open: a conflict with its state, as for ignore.
     if exception_type != crm_failed {
-        return Err(ApiError::Unprocessable(format!(
+        return Err(ApiError::Conflict(format!(
             "only {crm_failed} exceptions have a CRM command to retry; this one is {exception_type}"
         )));
     }
     if status != "open" {
-        return Err(ApiError::Unprocessable(format!(
+        return Err(ApiError::Conflict(format!(
             "the exception is {status}; only an open one can be retried"
         )));
     }

@@ -189,13 +189,8 @@ async fn an_open_crm_failed_exception_is_retried_through_crm_commands() -> Resul
         (uri(failed.exception_id), &viewer, 403, "forbidden"),
         (uri(failed.exception_id), &stranger, 404, "not_found"),
         (uri(Uuid::new_v4()), &operator, 404, "not_found"),
-        (
-            uri(other_type.exception_id),
-            &operator,
-            422,
-            "unprocessable",
-        ),
-        (uri(closed.exception_id), &operator, 422, "unprocessable"),
+        (uri(other_type.exception_id), &operator, 409, "conflict"),
+        (uri(closed.exception_id), &operator, 409, "conflict"),
     ];
     for (uri, token, status, code) in refused {
         let (got, body) = post(&env, &uri, token).await?;

@@ -106,14 +106,6 @@ async fn config_file(s: &Stack, command_id: &str) -> Result<std::path::PathBuf> 
             "\"{parameter}\" = {{ dictionary = \"{dictionary}\", probability = {probability} }}\n"
         ));
     }
-    // The CRM retry (another route's owner) still answers 422 for an exception that is
-    // not an open crm_failed one, a state of the exception rather than of the request:
-    // accepted here until it answers 409 like the ignore does.
-    toml.push_str(
-        "\n[[operations]]\ninclude-path = \"/v1/exceptions/{exception_id}/retry\"\n\
-         checks.positive_data_acceptance.expected-statuses = \
-         [\"2xx\", \"3xx\", 401, 403, 404, 409, 422, 429, \"5xx\"]\n",
-    );
     let path = std::env::temp_dir().join(format!(
         "{}.toml",
         callstream_e2e::unique_name("schemathesis")
