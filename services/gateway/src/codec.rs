@@ -6,6 +6,8 @@
 //! the shared normaliser's job downstream, and the raw status travels in
 //! `provider_status` so every event can be re-normalised later.
 
+use std::sync::OnceLock;
+
 use callstream_schemas::{
     Actor, ActorKind, CallAnalysis, CallEvent, CallEventSource, CallOutcome, ContactCommand,
     ContactCommandKind, ContactDetails, Event, EventKind,
@@ -52,6 +54,18 @@ fn fingerprint_hex(kind: EventKind) -> [u8; 16] {
     out
 }
 
+/// [`fingerprint_hex`] of `E`, formatted once per process rather than per record.
+fn cached_fingerprint<E: Event>() -> [u8; 16] {
+    static CALL_EVENT: OnceLock<[u8; 16]> = OnceLock::new();
+    static CONTACT_COMMAND: OnceLock<[u8; 16]> = OnceLock::new();
+    let cell = match E::KIND {
+        EventKind::CallEvent => &CALL_EVENT,
+        EventKind::ContactCommand => &CONTACT_COMMAND,
+        other => return fingerprint_hex(other),
+    };
+    *cell.get_or_init(|| fingerprint_hex(E::KIND))
+}
+
 fn encode<E: Event>(event: &E) -> Result<Encoded, CodecError> {
     let payload = event.encode().map_err(|e| CodecError {
         event_type: E::name(),
@@ -60,7 +74,7 @@ fn encode<E: Event>(event: &E) -> Result<Encoded, CodecError> {
     Ok(Encoded {
         payload,
         event_type: E::name(),
-        fingerprint: fingerprint_hex(E::KIND),
+        fingerprint: cached_fingerprint::<E>(),
     })
 }
 

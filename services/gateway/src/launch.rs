@@ -11,7 +11,8 @@
 use std::time::Instant;
 
 use axum::body::Body;
-use axum::extract::State;
+use axum::extract::{Request, State};
+use axum::http::request::Parts;
 use axum::http::{header, HeaderMap};
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
@@ -23,7 +24,7 @@ use crate::config::{hash_token, TenantConfig};
 use crate::error::ApiError;
 use crate::event::{derive_id, ContactDetails, LaunchRequestDraft};
 use crate::intake::{accepted, produce, read_body, RecordHeaders};
-use crate::metrics::{Outcome, Route};
+use crate::metrics::{Outcome, Route, ACCEPTED};
 use crate::provider::json::describe_json_error;
 use crate::provider::{content_type_is, correlation_header, optional_id, required_id};
 use crate::verify::ct_eq;
@@ -117,21 +118,20 @@ pub fn parse(
     })
 }
 
-pub(crate) async fn launch_request(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    body: Body,
-) -> Response {
+pub(crate) async fn launch_request(State(state): State<AppState>, request: Request) -> Response {
     let started = Instant::now();
     let inner = &*state.0;
-    let tenant = bearer(&headers).and_then(|token| tenant_for(&inner.tenants, token));
-    let result = match (bearer(&headers), tenant) {
-        (None, _) => Err(ApiError::MissingToken),
-        (Some(_), None) => Err(ApiError::BadToken),
-        (Some(_), Some(tenant)) => accept(&state, tenant, &headers, body).await,
+    let (parts, body) = request.into_parts();
+    let token = bearer(&parts.headers);
+    let has_token = token.is_some();
+    let tenant = token.and_then(|token| tenant_for(&inner.tenants, token));
+    let result = match (has_token, tenant) {
+        (false, _) => Err(ApiError::MissingToken),
+        (true, None) => Err(ApiError::BadToken),
+        (true, Some(tenant)) => accept(&state, tenant, parts, body).await,
     };
     let (code, status, id, response) = match result {
-        Ok(id) => ("accepted", 202, Some(id), accepted("command_id", id)),
+        Ok(id) => (ACCEPTED, 202, Some(id), accepted("command_id", id)),
         Err(e) => (e.code(), e.status().as_u16(), None, e.into_response()),
     };
     inner.metrics.record(&Outcome {
@@ -149,10 +149,11 @@ pub(crate) async fn launch_request(
 async fn accept(
     state: &AppState,
     tenant: &Budgeted<TenantConfig>,
-    headers: &HeaderMap,
+    parts: Parts,
     body: Body,
 ) -> Result<Uuid, ApiError> {
     let inner = &*state.0;
+    let headers = &parts.headers;
     if !content_type_is(headers, "application/json") {
         return Err(ApiError::WrongContentType {
             expected: "application/json",
@@ -168,6 +169,9 @@ async fn accept(
         ApiError::Internal
     })?;
     let record_headers = RecordHeaders::new(command_id, correlation_id, headers);
+    // As for webhooks (`app::accept_webhook`): nothing of hyper's read
+    // buffer may stay alive while the request waits for Kafka.
+    drop((parts, body));
     produce(
         inner,
         &inner.contact_commands,

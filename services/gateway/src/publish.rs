@@ -65,33 +65,44 @@ pub struct Outgoing<'a> {
 /// recovers without a restart.
 pub struct Publisher {
     settings: KafkaSettings,
-    produce_timeout: Duration,
+    tuning: ProducerTuning,
     producer: RwLock<Arc<FutureProducer>>,
 }
 
-fn build(
-    settings: &KafkaSettings,
-    produce_timeout: Duration,
-) -> Result<FutureProducer, KafkaError> {
-    let timeout_ms = produce_timeout
-        .as_millis()
-        .clamp(100, u128::from(u32::MAX))
-        .to_string();
+/// How the gateway's producer differs from the platform's (which keeps
+/// `acks=all`, idempotence and `murmur2_random`).
+#[derive(Debug, Clone, Copy)]
+pub struct ProducerTuning {
+    /// No delivery report within this: 503.
+    pub produce_timeout: Duration,
+    /// librdkafka's `linger.ms`.
+    pub linger: Duration,
+}
+
+fn build(settings: &KafkaSettings, tuning: ProducerTuning) -> Result<FutureProducer, KafkaError> {
+    let ms = |d: Duration, min: u128| d.as_millis().clamp(min, u128::from(u32::MAX)).to_string();
+    let timeout_ms = ms(tuning.produce_timeout, 100);
     let mut config = settings.producer_config();
     // librdkafka gives up on a record when our caller does, so a record
     // answered 503 rarely lands later anyway.
     config
         .set("message.timeout.ms", &timeout_ms)
-        .set("request.timeout.ms", &timeout_ms);
+        .set("request.timeout.ms", &timeout_ms)
+        .set("linger.ms", ms(tuning.linger, 0))
+        // A webhook's record is ~250 bytes of ids and its batches hold a few
+        // records: lz4 saves nothing there, yet every batch paid for a
+        // compression context (most of librdkafka's CPU per request) and
+        // the broker for decompressing it to validate.
+        .set("compression.type", "none");
     config.create()
 }
 
 impl Publisher {
-    pub fn new(settings: KafkaSettings, produce_timeout: Duration) -> Result<Self, KafkaError> {
-        let producer = build(&settings, produce_timeout)?;
+    pub fn new(settings: KafkaSettings, tuning: ProducerTuning) -> Result<Self, KafkaError> {
+        let producer = build(&settings, tuning)?;
         Ok(Self {
             settings,
-            produce_timeout,
+            tuning,
             producer: RwLock::new(Arc::new(producer)),
         })
     }
@@ -112,7 +123,7 @@ impl Publisher {
         if !Arc::ptr_eq(&slot, failed) {
             return;
         }
-        match build(&self.settings, self.produce_timeout) {
+        match build(&self.settings, self.tuning) {
             Ok(fresh) => {
                 tracing::warn!("producer hit a fatal error; replaced it");
                 *slot = Arc::new(fresh);
@@ -146,9 +157,9 @@ impl Publisher {
         };
         // A little slack over librdkafka's own message timeout, so its
         // (more precise) error normally wins.
-        let deadline = self.produce_timeout + Duration::from_millis(250);
+        let deadline = self.tuning.produce_timeout + Duration::from_millis(250);
         match tokio::time::timeout(deadline, delivery).await {
-            Err(_) => Err(PublishError::Timeout(self.produce_timeout)),
+            Err(_) => Err(PublishError::Timeout(self.tuning.produce_timeout)),
             Ok(Err(_canceled)) => Err(PublishError::Failed("producer dropped".into())),
             Ok(Ok(Err((e, _message)))) => Err(self.failed(&producer, e)),
             Ok(Ok(Ok(delivery))) => Ok(Delivered {

@@ -69,6 +69,7 @@ pub struct FileConfig {
     pub listen: Option<String>,
     pub public_base_url: Option<String>,
     pub produce_timeout_ms: Option<u64>,
+    pub produce_linger_ms: Option<u64>,
     pub max_body_bytes: Option<usize>,
     pub signature_tolerance_secs: Option<u64>,
     pub readiness_cache_ms: Option<u64>,
@@ -139,6 +140,7 @@ impl FileConfig {
         }
         let ms = Duration::from_millis;
         config.produce_timeout = self.produce_timeout_ms.map_or(config.produce_timeout, ms);
+        config.produce_linger = self.produce_linger_ms.map_or(config.produce_linger, ms);
         config.max_body_bytes = self.max_body_bytes.unwrap_or(config.max_body_bytes);
         config.signature_tolerance = self
             .signature_tolerance_secs

@@ -39,6 +39,7 @@ const GOOD: &str = r#"
 listen = "127.0.0.1:9000"
 public_base_url = "https://gw.example.com/"
 produce_timeout_ms = 2500
+produce_linger_ms = 8
 
 [[integrations]]
 id = "acme-voice"
@@ -64,6 +65,7 @@ fn a_full_file_resolves() {
     assert_eq!(config.listen.to_string(), "127.0.0.1:9000");
     assert_eq!(config.public_base_url, "https://gw.example.com");
     assert_eq!(config.produce_timeout, Duration::from_millis(2500));
+    assert_eq!(config.produce_linger, Duration::from_millis(8));
     assert_eq!(config.max_body_bytes, 64 * 1024);
     let twilio = &config.integrations[0];
     assert_eq!(
