@@ -23,6 +23,10 @@ pub struct ProjectionsConfig {
     /// Most records applied in one Postgres transaction
     /// (`CALLSTREAM_PROJECTIONS_BATCH_RECORDS`, default 2000).
     pub batch_max_records: usize,
+    /// Most records applied in one Postgres transaction by a rebuild, which reads a
+    /// backlog: bigger batches fold more changes of a row into one
+    /// (`CALLSTREAM_PROJECTIONS_REBUILD_BATCH_RECORDS`, default 20000).
+    pub rebuild_batch_records: usize,
     /// Longest a batch waits to fill before it is applied
     /// (`CALLSTREAM_PROJECTIONS_BATCH_MS`, default 100).
     pub batch_max_wait: Duration,
@@ -51,6 +55,7 @@ impl ProjectionsConfig {
             topics,
             views: View::ALL.to_vec(),
             batch_max_records: 2000,
+            rebuild_batch_records: 20_000,
             batch_max_wait: Duration::from_millis(100),
             retry_initial: Duration::from_millis(200),
             retry_max: Duration::from_secs(5),
@@ -74,6 +79,9 @@ impl ProjectionsConfig {
         }
         if let Some(n) = env_u64("CALLSTREAM_PROJECTIONS_BATCH_RECORDS")? {
             config.batch_max_records = usize::try_from(n.max(1)).unwrap_or(usize::MAX);
+        }
+        if let Some(n) = env_u64("CALLSTREAM_PROJECTIONS_REBUILD_BATCH_RECORDS")? {
+            config.rebuild_batch_records = usize::try_from(n.max(1)).unwrap_or(usize::MAX);
         }
         let millis = |name| env_u64(name).map(|v| v.map(Duration::from_millis));
         if let Some(d) = millis("CALLSTREAM_PROJECTIONS_BATCH_MS")? {

@@ -17,6 +17,9 @@ pub enum ProjectionError {
     /// The migrations could not be applied.
     #[error("migrations: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
+    /// A view table is not as a rebuild expects (an index it cannot copy, ...).
+    #[error("rebuild: {0}")]
+    Rebuild(String),
     /// A configuration value that cannot be used.
     #[error("configuration: {0}")]
     Config(String),

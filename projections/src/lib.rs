@@ -23,6 +23,7 @@
 //! ```
 
 mod apply;
+mod commit;
 pub mod config;
 pub mod error;
 pub mod rebuild;

@@ -9,21 +9,23 @@
 //! - Postgres going away pauses the projections with one log line, keeps the batch, and
 //!   retries with doubling waits; when Postgres returns it resumes where it was, so
 //!   nothing is lost or applied twice.
+//! - The next batch is read and decoded while the last one commits (see
+//!   [`Pipeline`](crate::commit)); shutdown waits for the batch in flight.
 //! - A record that is not an event, or that Postgres refuses for a reason retrying cannot
 //!   fix, is counted and logged and never stops the projection.
 
 use std::collections::BTreeMap;
 use std::future::Future;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use sqlx::postgres::{PgPool, PgPoolOptions};
 
+use crate::commit::{Pauser, Pipeline};
 use crate::config::ProjectionsConfig;
 use crate::error::{is_transient, ProjectionError};
 use crate::source::{Source, TopicNames, TopicPartition};
-use crate::store::{self, Decoded, Mode, Stats};
+use crate::store::{self, Stats};
 use crate::view::{Tables, View};
 
 /// A pool that connects lazily, so the projections start (and wait) while Postgres is down.
@@ -84,6 +86,14 @@ pub async fn run_with_stats(
     tracing::info!(views = ?views.iter().map(|v| v.name()).collect::<Vec<_>>(),
         partitions = source.assigned().count(), "projections running");
     let mut last_discovery = Instant::now();
+    // The next batch is read and decoded while the last one commits.
+    let mut pipeline = Pipeline::new(
+        pool.clone(),
+        &views,
+        Tables::Live,
+        stats.clone(),
+        Pauser::new(&config),
+    );
     tokio::pin!(shutdown);
     loop {
         let batch = tokio::select! {
@@ -95,49 +105,18 @@ pub async fn run_with_stats(
             assign_new(&mut source, &pool, &views, &keys, &mut pauser).await?;
         }
         if batch.records.is_empty() {
+            if pipeline.is_idle() {
+                // Passes on a failure of the last batch without waiting for another.
+                pipeline.flush().await?;
+            }
             continue;
         }
         let decoded = store::decode(batch.records, source.names(), &stats);
-        commit_batch(&pool, &views, Tables::Live, &decoded, &stats, &mut pauser).await?;
+        pipeline.submit(decoded).await?;
     }
+    pipeline.flush().await?;
     tracing::info!("projections stopped");
     Ok(())
-}
-
-/// Applies and commits a batch, waiting out Postgres outages; a non-transient failure
-/// re-runs the batch record by record so only the refused records are skipped.
-pub(crate) async fn commit_batch(
-    pool: &PgPool,
-    views: &[View],
-    tables: Tables,
-    batch: &[Decoded],
-    stats: &Stats,
-    pauser: &mut Pauser,
-) -> Result<(), ProjectionError> {
-    let mut mode = Mode::Fast;
-    loop {
-        let attempt = async {
-            let mut tx = pool.begin().await?;
-            store::apply_batch(&mut tx, views, tables, batch, mode, stats).await?;
-            tx.commit().await
-        };
-        match attempt.await {
-            Ok(()) => {
-                pauser.succeeded();
-                stats
-                    .records
-                    .fetch_add(batch.len() as u64, Ordering::Relaxed);
-                stats.batches.fetch_add(1, Ordering::Relaxed);
-                return Ok(());
-            }
-            Err(e) if is_transient(&e) => pauser.failed(&e).await,
-            Err(e) if mode == Mode::Fast => {
-                tracing::warn!(error = %e, "batch refused; applying it record by record");
-                mode = Mode::Careful;
-            }
-            Err(e) => return Err(e.into()),
-        }
-    }
 }
 
 /// Assigns the partitions not yet assigned, at the smallest offset any view stored.
@@ -206,45 +185,4 @@ pub(crate) fn start_offsets(
         }
     }
     starts.into_iter().collect()
-}
-
-/// Tells the story of a Postgres outage once: one line when it starts, one when it ends,
-/// with doubling waits in between.
-pub(crate) struct Pauser {
-    initial: Duration,
-    max: Duration,
-    wait: Duration,
-    since: Option<Instant>,
-}
-
-impl Pauser {
-    pub(crate) fn new(config: &ProjectionsConfig) -> Self {
-        Self {
-            initial: config.retry_initial,
-            max: config.retry_max,
-            wait: config.retry_initial,
-            since: None,
-        }
-    }
-
-    pub(crate) async fn failed(&mut self, error: &sqlx::Error) {
-        if self.since.is_none() {
-            self.since = Some(Instant::now());
-            tracing::error!(%error, "postgres unavailable: projections paused, the batch is kept and retried");
-        } else {
-            tracing::debug!(%error, "postgres still unavailable");
-        }
-        tokio::time::sleep(self.wait).await;
-        self.wait = (self.wait * 2).min(self.max);
-    }
-
-    pub(crate) fn succeeded(&mut self) {
-        if let Some(since) = self.since.take() {
-            tracing::info!(
-                paused_ms = since.elapsed().as_millis() as u64,
-                "postgres is back: projections resumed"
-            );
-        }
-        self.wait = self.initial;
-    }
 }

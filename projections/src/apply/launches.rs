@@ -1,13 +1,13 @@
 //! The launches view: every launch with its status, its (greatest) completion and its
 //! missing-completion case; and delivery per tenant and 10-minute bucket of acceptance,
-//! recomputed from the launch rows of each bucket a batch touched (so it is idempotent
-//! and equal to a count over `launches` at every commit).
+//! equal to a count over `launches` at every commit.
 //!
-//! A batch takes two statements: one upsert of every launch row it changes (the four
-//! kinds of event fold into one change per launch, each setting its own columns), which
-//! returns each row's bucket, and one recount of those buckets.
-
-use std::collections::BTreeSet;
+//! A batch takes one statement: the upsert of every launch row it changes (the four kinds
+//! of event fold into one change per launch, each setting its own columns), and in the
+//! same statement the buckets move by what the upsert changed: each changed launch's row
+//! as it was before is taken out of its bucket's counts and the row as it is now is put
+//! in. A replayed batch changes no row, so it moves no count (idempotent); a bucket costs
+//! the same however many launches it holds (a recount would read them all every batch).
 
 use callstream_schemas::{AnyEvent, LaunchStatus, Timestamp};
 use sqlx::PgConnection;
@@ -180,16 +180,15 @@ pub(super) async fn apply(
     if fold.is_empty() {
         return Ok(());
     }
-    let buckets = write(conn, tables, fold.rows()).await?;
-    recompute_buckets(conn, tables, &buckets).await
+    write(conn, tables, fold.rows()).await
 }
 
-/// Upserts the batch's launch rows; returns the `(tenant, bucket)` of each that has one.
+/// Upserts the batch's launch rows and moves the delivery counts by what changed.
 async fn write(
     conn: &mut PgConnection,
     tables: Tables,
     rows: &[LaunchRow<'_>],
-) -> Result<BTreeSet<(String, Timestamp)>, sqlx::Error> {
+) -> Result<(), sqlx::Error> {
     let columns = [
         ("tenant_id", "text"),
         ("launch_id", "uuid"),
@@ -215,8 +214,9 @@ async fn write(
         ("resolved_at", "timestamptz"),
         ("resolved_by", "text"),
     ];
+    let launches = tables.name("launches");
     let insert = insert_unnest_with(
-        &tables.name("launches"),
+        &launches,
         &columns,
         &[(
             "bucket_start",
@@ -247,8 +247,12 @@ async fn write(
         "t.resolved_at IS NULL OR (EXCLUDED.resolved_at, EXCLUDED.resolution_event_id) > (t.resolved_at, t.resolution_event_id)",
         &["resolution", "resolved_by", "resolution_event_id", "resolved_at"],
     );
+    // All parts of one statement see the rows as they were before it, so `before` reads
+    // each launch's old row while `after` writes the new one. Only the columns a bucket
+    // counts are compared; a launch whose counted columns did not change moves nothing.
     let sql = format!(
-        "{insert}
+        "WITH after AS (
+         {insert}
          ON CONFLICT (tenant_id, launch_id) DO UPDATE SET
              {first},
              {status},
@@ -257,10 +261,40 @@ async fn write(
              {completion},
              {missing},
              {resolution}
-         RETURNING tenant_id, bucket_start",
+         RETURNING tenant_id, launch_id, bucket_start, completion_source, missing_at IS NOT NULL AS missing
+         ), before AS (
+             SELECT l.tenant_id, l.launch_id, l.bucket_start, l.completion_source, l.missing_at IS NOT NULL AS missing
+             FROM {launches} AS l
+             JOIN UNNEST($1::text[], $2::uuid[]) AS k(tenant_id, launch_id)
+               ON l.tenant_id = k.tenant_id AND l.launch_id = k.launch_id
+         ), moved AS (
+             SELECT a.tenant_id, a.bucket_start, 1 AS sign, a.completion_source, a.missing
+             FROM after AS a LEFT JOIN before AS b USING (tenant_id, launch_id)
+             WHERE a.bucket_start IS NOT NULL
+               AND (b.bucket_start, b.completion_source, b.missing)
+                   IS DISTINCT FROM (a.bucket_start, a.completion_source, a.missing)
+             UNION ALL
+             SELECT b.tenant_id, b.bucket_start, -1, b.completion_source, b.missing
+             FROM before AS b JOIN after AS a USING (tenant_id, launch_id)
+             WHERE b.bucket_start IS NOT NULL
+               AND (b.bucket_start, b.completion_source, b.missing)
+                   IS DISTINCT FROM (a.bucket_start, a.completion_source, a.missing)
+         )
+         INSERT INTO {delivery} AS d (tenant_id, bucket_start, accepted, delivered, recovered, missing)
+         SELECT tenant_id, bucket_start, sum(sign),
+                sum(CASE WHEN completion_source = 'live' THEN sign ELSE 0 END),
+                sum(CASE WHEN completion_source = 'recovery' THEN sign ELSE 0 END),
+                sum(CASE WHEN missing THEN sign ELSE 0 END)
+         FROM moved GROUP BY tenant_id, bucket_start
+         ON CONFLICT (tenant_id, bucket_start) DO UPDATE SET
+             accepted = d.accepted + EXCLUDED.accepted,
+             delivered = d.delivered + EXCLUDED.delivered,
+             recovered = d.recovered + EXCLUDED.recovered,
+             missing = d.missing + EXCLUDED.missing",
         first = first_non_null(&["job_id", "campaign_id", "provider", "provider_call_id"]),
+        delivery = tables.name("delivery_buckets"),
     );
-    let returned: Vec<(String, Option<Timestamp>)> = sqlx::query_as(&sql)
+    sqlx::query(&sql)
         .bind(col(rows, |r| r.tenant_id))
         .bind(col(rows, |r| r.launch_id))
         .bind(col(rows, |r| r.job_id))
@@ -284,44 +318,6 @@ async fn write(
         .bind(col(rows, |r| r.resolution.as_ref().map(|r| r.1)))
         .bind(col(rows, |r| r.resolution.as_ref().map(|r| r.0)))
         .bind(col(rows, |r| r.resolution.as_ref().map(|r| r.3.as_str())))
-        .fetch_all(&mut *conn)
-        .await?;
-    Ok(returned
-        .into_iter()
-        .filter_map(|(tenant, bucket)| Some((tenant, bucket?)))
-        .collect())
-}
-
-/// Recounts every bucket the batch touched from the launch rows, in one statement.
-async fn recompute_buckets(
-    conn: &mut PgConnection,
-    tables: Tables,
-    buckets: &BTreeSet<(String, Timestamp)>,
-) -> Result<(), sqlx::Error> {
-    if buckets.is_empty() {
-        return Ok(());
-    }
-    // A LEFT JOIN so a bucket left empty is written as zeros, not skipped.
-    let sql = format!(
-        "INSERT INTO {d} (tenant_id, bucket_start, accepted, delivered, recovered, missing)
-         SELECT b.tenant_id, b.bucket_start, count(l.launch_id),
-                count(*) FILTER (WHERE l.completion_source = 'live'),
-                count(*) FILTER (WHERE l.completion_source = 'recovery'),
-                count(*) FILTER (WHERE l.missing_at IS NOT NULL)
-         FROM UNNEST($1::text[], $2::timestamptz[]) AS b(tenant_id, bucket_start)
-         LEFT JOIN {l} AS l ON l.tenant_id = b.tenant_id AND l.bucket_start = b.bucket_start
-         GROUP BY b.tenant_id, b.bucket_start
-         ON CONFLICT (tenant_id, bucket_start) DO UPDATE SET
-             accepted = EXCLUDED.accepted, delivered = EXCLUDED.delivered,
-             recovered = EXCLUDED.recovered, missing = EXCLUDED.missing",
-        d = tables.name("delivery_buckets"),
-        l = tables.name("launches"),
-    );
-    let (tenants, starts): (Vec<&str>, Vec<Timestamp>) =
-        buckets.iter().map(|(t, b)| (t.as_str(), *b)).unzip();
-    sqlx::query(&sql)
-        .bind(tenants)
-        .bind(starts)
         .execute(&mut *conn)
         .await?;
     Ok(())

@@ -3,11 +3,16 @@
 //!
 //! Guarantees:
 //! - The rebuilt tables are built by the same code as the live ones, with their own
-//!   offsets (`jobs__rebuild` in `projection_offsets`), exactly once.
+//!   offsets (`jobs__rebuild` in `projection_offsets`), exactly once, in bigger batches
+//!   (`rebuild_batch_records`) committed while the next is read, and without their
+//!   secondary indexes until the bulk is in (see [`tables`]).
 //! - The swap is one transaction: it locks the live view's offsets (so the live runner
 //!   waits between two batches), applies whatever the live view has and the rebuild has
 //!   not yet read, renames the tables and moves the offsets. Readers see the old tables or
 //!   the new ones, never a mix, and no event is lost or applied twice across the swap.
+//!   The rebuilt tables' indexes and primary key take the live tables' names.
+
+mod tables;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -16,9 +21,10 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressStyle};
 use sqlx::postgres::PgPool;
 
+use crate::commit::{Pauser, Pipeline};
 use crate::config::ProjectionsConfig;
 use crate::error::{is_transient, ProjectionError};
-use crate::runner::{commit_batch, lazy_pool, migrate, topics_of, Pauser};
+use crate::runner::{lazy_pool, migrate, topics_of};
 use crate::source::{Source, TopicNames, TopicPartition};
 use crate::store::{self, Decoded, Mode, Stats};
 use crate::view::{Tables, View};
@@ -52,7 +58,7 @@ pub async fn rebuild(
         migrate(&pool).await?;
     }
     let mut pauser = Pauser::new(&config);
-    prepare_tables(&pool, &views).await?;
+    tables::prepare(&pool, &views).await?;
 
     let names = TopicNames::new(&config.topics, &topics_of(&views));
     let mut source = Source::new(&config.kafka, names, true)?;
@@ -87,13 +93,20 @@ pub async fn rebuild(
     // Where the rebuild has read to, per partition: the next offset.
     let mut position: HashMap<TopicPartition, i64> = HashMap::new();
     let mut records = 0u64;
+    let mut pipeline = Pipeline::new(
+        pool.clone(),
+        &views,
+        Tables::Rebuild,
+        stats.clone(),
+        Pauser::new(&config),
+    );
     loop {
         if caught_up(&source, &ends, &position) {
             break;
         }
         let batch = source
             .next_batch(
-                config.batch_max_records,
+                config.rebuild_batch_records,
                 config.batch_max_wait,
                 Duration::from_millis(200),
             )
@@ -105,16 +118,18 @@ pub async fn rebuild(
         records += batch.records.len() as u64;
         bar.inc(batch.records.len() as u64);
         let decoded = store::decode(batch.records, source.names(), &stats);
-        commit_batch(
-            &pool,
-            &views,
-            Tables::Rebuild,
-            &decoded,
-            &stats,
-            &mut pauser,
-        )
-        .await?;
+        pipeline.submit(decoded).await?;
     }
+    pipeline.flush().await?;
+    bar.set_message("indexing");
+    loop {
+        match tables::build_indexes(&pool, &views).await {
+            Ok(()) => break,
+            Err(ProjectionError::Postgres(e)) if is_transient(&e) => pauser.failed(&e).await,
+            Err(e) => return Err(e),
+        }
+    }
+    pauser.succeeded();
     bar.set_message("swapping in");
     records += swap(&pool, &source, &views, &stats, &mut position, &mut pauser).await?;
     bar.finish_with_message("rebuilt");
@@ -153,28 +168,6 @@ fn caught_up(
         let fetched = consumer_positions.get(tp).copied().unwrap_or(0);
         read.max(fetched) >= *end
     })
-}
-
-/// Drops what an earlier, unfinished rebuild left and creates empty copies of the tables.
-async fn prepare_tables(pool: &PgPool, views: &[View]) -> Result<(), ProjectionError> {
-    let mut tx = pool.begin().await?;
-    for view in views {
-        for table in view.tables() {
-            let copy = Tables::Rebuild.name(table);
-            sqlx::query(&format!("DROP TABLE IF EXISTS {copy}"))
-                .execute(&mut *tx)
-                .await?;
-            sqlx::query(&format!("CREATE TABLE {copy} (LIKE {table} INCLUDING ALL)"))
-                .execute(&mut *tx)
-                .await?;
-        }
-        sqlx::query("DELETE FROM projection_offsets WHERE projection = $1")
-            .bind(view.offsets_key(Tables::Rebuild))
-            .execute(&mut *tx)
-            .await?;
-    }
-    tx.commit().await?;
-    Ok(())
 }
 
 /// The swap transaction, retried whole while Postgres is away. The records it reads are
@@ -260,6 +253,12 @@ async fn try_swap(
         .await?;
         pending.extend(decoded);
     }
+    let mut names = Vec::new();
+    for view in views {
+        for table in view.tables() {
+            names.push((*table, tables::live_names(&mut tx, table).await?));
+        }
+    }
     for view in views {
         for table in view.tables() {
             let copy = Tables::Rebuild.name(table);
@@ -274,6 +273,9 @@ async fn try_swap(
                 .execute(&mut *tx)
                 .await?;
         }
+    }
+    for (table, live) in &names {
+        tables::swap_names(&mut tx, table, live).await?;
     }
     sqlx::query("DELETE FROM projection_offsets WHERE projection = ANY($1)")
         .bind(&live_keys)
