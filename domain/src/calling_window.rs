@@ -25,20 +25,24 @@ use chrono::{DateTime, NaiveDate, NaiveTime, TimeDelta, Utc, Weekday};
 use chrono_tz::Tz;
 use serde::{Deserialize, Serialize};
 
-use crate::timezone::{resolve_local, ResolvedZone};
+use crate::timezone::ResolvedZone;
 use crate::Availability;
 
+mod day_table;
 mod days;
 mod intervals;
+mod local_day;
 #[cfg(test)]
 #[allow(clippy::unwrap_used)] // tests may unwrap: a panic is the failure report
 mod props;
+mod search;
 #[cfg(test)]
 #[allow(clippy::unwrap_used)] // tests may unwrap: a panic is the failure report
 mod tests;
 
+use day_table::{day_of, day_start, DayTable, WALK_DAYS};
 pub use days::Days;
-use intervals::{intersect, Interval};
+use intervals::Interval;
 
 /// Federal quiet hours: no call starts before this local time...
 pub const FEDERAL_EARLIEST: NaiveTime = match NaiveTime::from_hms_opt(8, 0, 0) {
@@ -99,13 +103,13 @@ impl WindowRule {
         if !self.days.contains(date.weekday_of()) {
             return None;
         }
-        let open = resolve_local(tz, date.and_time(self.start));
+        let open = local_day::resolve(tz, date, self.start);
         let close_date = if self.crosses_midnight() {
             date.succ_opt()?
         } else {
             date
         };
-        let close = resolve_local(tz, close_date.and_time(self.end));
+        let close = local_day::resolve(tz, close_date, self.end);
         (open < close).then_some((open, close))
     }
 }
@@ -189,10 +193,14 @@ pub enum Placement {
 }
 
 /// A campaign window in a lead's candidate zone(s), bounded by federal hours.
+///
+/// It caches its allowed intervals per UTC day as it is asked (see
+/// `day_table`): keep one window for many questions, as the allocator does.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CallingWindow {
     campaign: CampaignWindow,
     zones: Vec<Tz>,
+    days: DayTable,
 }
 
 impl CallingWindow {
@@ -200,7 +208,11 @@ impl CallingWindow {
         if zones.is_empty() {
             return Err(WindowError::NoZones);
         }
-        Ok(CallingWindow { campaign, zones })
+        Ok(CallingWindow {
+            campaign,
+            zones,
+            days: DayTable::default(),
+        })
     }
 
     pub fn zones(&self) -> &[Tz] {
@@ -215,7 +227,26 @@ impl CallingWindow {
     /// (a call already inside an interval gets the next one), if it begins
     /// no later than `horizon`.
     pub fn next_opening(&self, at: DateTime<Utc>, horizon: DateTime<Utc>) -> Option<DateTime<Utc>> {
-        self.scan(at, horizon, |iv| (iv.start >= at).then_some(iv.start))
+        self.search(at, horizon, |iv| (iv.start >= at).then_some(iv.start))
+    }
+
+    /// The first answer `pick` gives over the allowed intervals from `at`
+    /// on, if no later than `horizon`: from the day table for the next
+    /// [`WALK_DAYS`] days, then by scanning the rules (a long closed
+    /// stretch would otherwise fill the table with empty days).
+    fn search(
+        &self,
+        at: DateTime<Utc>,
+        horizon: DateTime<Utc>,
+        pick: impl Fn(&Interval) -> Option<DateTime<Utc>>,
+    ) -> Option<DateTime<Utc>> {
+        if let Some(settled) = self.walk_days(at, horizon, &pick) {
+            return settled;
+        }
+        match day_start(day_of(at).saturating_add(WALK_DAYS)) {
+            Some(from) => self.scan(from.max(at), horizon, pick),
+            None => self.scan(at, horizon, pick),
+        }
     }
 
     /// The next opening at or after `at` plus `buffer`, for moving a call
@@ -251,107 +282,17 @@ impl CallingWindow {
             None => Placement::NoOpening,
         }
     }
-
-    /// Allowed intervals in one zone for occurrences starting on local
-    /// dates `first..=last`, sorted and merged.
-    fn zone_intervals(&self, tz: Tz, first: NaiveDate, last: NaiveDate) -> Vec<Interval> {
-        let mut out = Vec::new();
-        let mut date = first;
-        while date <= last {
-            let federal_today = federal_hours(tz, date);
-            let federal_tomorrow = date.succ_opt().and_then(|d| federal_hours(tz, d));
-            for rule in &self.campaign.rules {
-                let Some((open, close)) = rule.occurrence(tz, date) else {
-                    continue;
-                };
-                let occurrence = Interval::new(open, close);
-                for federal in [federal_today, federal_tomorrow].into_iter().flatten() {
-                    if let Some(piece) = occurrence.intersection(&federal) {
-                        out.push(piece);
-                    }
-                }
-            }
-            match date.succ_opt() {
-                Some(next) => date = next,
-                None => break,
-            }
-        }
-        intervals::normalise(out)
-    }
-
-    /// Allowed intervals (intersection over zones) for every occurrence that
-    /// can touch `[from, to)`; intervals are whole, not clipped.
-    fn intervals_around(&self, from: DateTime<Utc>, to: DateTime<Utc>) -> Vec<Interval> {
-        let mut result: Option<Vec<Interval>> = None;
-        for &tz in &self.zones {
-            // One day either side covers occurrences that started the
-            // evening before (midnight crossers) and every offset.
-            let first = local_date(tz, from).pred_opt().unwrap_or(NaiveDate::MIN);
-            let last = local_date(tz, to).succ_opt().unwrap_or(NaiveDate::MAX);
-            let mine = self.zone_intervals(tz, first, last);
-            result = Some(match result {
-                None => mine,
-                Some(acc) => intersect(&acc, &mine),
-            });
-        }
-        result.unwrap_or_default()
-    }
-
-    /// Walks forward from `at` a chunk at a time, returning the first
-    /// answer `pick` gives that is no later than `horizon`.
-    fn scan(
-        &self,
-        at: DateTime<Utc>,
-        horizon: DateTime<Utc>,
-        pick: impl Fn(&Interval) -> Option<DateTime<Utc>>,
-    ) -> Option<DateTime<Utc>> {
-        let mut from = at;
-        let mut chunk = FIRST_CHUNK;
-        while from <= horizon {
-            let to = from
-                .checked_add_signed(chunk)
-                .unwrap_or(horizon)
-                .min(horizon);
-            chunk = (chunk * 2).min(MAX_CHUNK);
-            for iv in self.intervals_around(from, to) {
-                if let Some(found) = pick(&iv) {
-                    return (found <= horizon).then_some(found);
-                }
-            }
-            if to >= horizon {
-                return None;
-            }
-            from = to;
-        }
-        None
-    }
 }
 
 impl Availability for CallingWindow {
     fn is_allowed(&self, at: DateTime<Utc>) -> bool {
-        self.zones.iter().all(|&tz| {
-            let today = local_date(tz, at);
-            let yesterday = today.pred_opt().unwrap_or(today);
-            self.zone_intervals(tz, yesterday, today)
-                .iter()
-                .any(|iv| iv.contains(at))
-        })
+        self.with_day(day_of(at), |ivs| ivs.iter().any(|iv| iv.contains(at)))
+            .unwrap_or_else(|| self.allowed_from_rules(at))
     }
 
     fn next_allowed(&self, at: DateTime<Utc>, horizon: DateTime<Utc>) -> Option<DateTime<Utc>> {
-        self.scan(at, horizon, |iv| (iv.end > at).then(|| iv.start.max(at)))
+        self.search(at, horizon, |iv| (iv.end > at).then(|| iv.start.max(at)))
     }
-}
-
-/// Federal calling hours on local `date` in `tz`.
-fn federal_hours(tz: Tz, date: NaiveDate) -> Option<Interval> {
-    let open = resolve_local(tz, date.and_time(FEDERAL_EARLIEST));
-    let close = resolve_local(tz, date.and_time(FEDERAL_LATEST));
-    (open < close).then(|| Interval::new(open, close))
-}
-
-fn local_date(tz: Tz, at: DateTime<Utc>) -> NaiveDate {
-    at.with_timezone(&tz).date_naive()
 }
 
 /// Reads and writes rule times as `HH:MM` (seconds when not zero).

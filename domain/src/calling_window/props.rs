@@ -132,3 +132,33 @@ proptest! {
         prop_assert!(!w.is_allowed(close));
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// The day table answers exactly as the rules do: the same allowed
+    /// instants, the same next allowed instant and the same next opening,
+    /// asked in any order on one window (so the table holds earlier days).
+    #[test]
+    fn day_table_answers_as_the_rules(
+        w in arb_window(),
+        asks in prop::collection::vec((arb_instant(), 0i64..(40 * 24)), 1..12),
+    ) {
+        for (at, hours) in asks {
+            let horizon = at + TimeDelta::hours(hours);
+            prop_assert_eq!(w.is_allowed(at), w.allowed_from_rules(at), "is_allowed {}", at);
+            prop_assert_eq!(
+                w.next_allowed(at, horizon),
+                w.scan(at, horizon, |iv| (iv.end > at).then(|| iv.start.max(at))),
+                "next_allowed {} {}", at, horizon
+            );
+            prop_assert_eq!(
+                w.next_opening(at, horizon),
+                w.scan(at, horizon, |iv| (iv.start >= at).then_some(iv.start)),
+                "next_opening {} {}", at, horizon
+            );
+        }
+        // A clone starts with an empty table and still equals the original.
+        prop_assert_eq!(w.clone(), w);
+    }
+}

@@ -1,4 +1,5 @@
 use super::*;
+use crate::timezone::resolve_local;
 use chrono::{NaiveDateTime, TimeZone};
 use chrono_tz::America::{Chicago, Denver, New_York, Phoenix};
 
