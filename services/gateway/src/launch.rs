@@ -169,8 +169,7 @@ async fn accept(
         ApiError::Internal
     })?;
     let record_headers = RecordHeaders::new(command_id, correlation_id, headers);
-    // As for webhooks (`app::accept_webhook`): nothing of hyper's read
-    // buffer may stay alive while the request waits for Kafka.
+    // As for webhooks: nothing of the request is needed past this point.
     drop((parts, body));
     produce(
         inner,
