@@ -1,8 +1,8 @@
 //! The load generator: `concurrency` tasks on a runtime of its own
 //! (threads `gw-load`), each posting one signed Twilio status callback at a
-//! time over a kept-alive HTTP/1.1 connection and sending the next as soon
-//! as the answer is in (a closed loop: the offered rate is whatever the
-//! gateway sustains at that concurrency).
+//! time over its own kept-alive HTTP/1.1 connection (`http`) and sending the
+//! next as soon as the answer is in (a closed loop: the offered rate is
+//! whatever the gateway sustains at that concurrency).
 //!
 //! Every request is a distinct call (`CallSid` from the run id and a
 //! counter shared by all tasks and levels), so every 202 names a distinct
@@ -11,17 +11,18 @@
 //! the HTTP round trip to the 202 only.
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use callstream_gateway::{testkit, AppState};
-use reqwest::header::CONTENT_TYPE;
-use reqwest::StatusCode;
 use serde::Deserialize;
 use uuid::Uuid;
 
+use crate::http::{Connection, Failure};
 use crate::server::{AUTH_TOKEN, INTEGRATION};
 use crate::threads::{Reading, Split};
 
@@ -30,29 +31,25 @@ pub const THREAD_NAME: &str = "gw-load";
 
 /// What every request is made of.
 pub struct Target {
+    /// Where the gateway listens.
+    pub addr: SocketAddr,
     /// The gateway's base URL (also what it signs against).
     pub base_url: String,
     /// Distinguishes this run's calls from any earlier run's.
     pub run: u64,
     /// Contacts the requests cycle through (the record keys).
     pub contacts: u64,
-}
-
-/// One request, built and signed.
-struct Request {
-    url: String,
-    body: Vec<u8>,
-    signature: String,
+    /// How long a request may wait for its answer before it counts as failed.
+    pub timeout: Duration,
 }
 
 impl Target {
     /// Request `n`: the final `completed` callback of call `n`, as Twilio
     /// sends it (the usual fields, phone numbers included; the gateway
-    /// keeps them out of the event).
-    fn request(&self, n: u64) -> Request {
-        let url = format!(
-            "{}/v1/webhooks/twilio/{INTEGRATION}?contact_id=c-{}&launch_id={}",
-            self.base_url,
+    /// keeps them out of the event), as the bytes of an HTTP/1.1 request.
+    fn request(&self, n: u64) -> Vec<u8> {
+        let path = format!(
+            "/v1/webhooks/twilio/{INTEGRATION}?contact_id=c-{}&launch_id={}",
             n % self.contacts,
             Uuid::from_u64_pair(self.run, n)
         );
@@ -73,12 +70,21 @@ impl Target {
             ("SequenceNumber", "3"),
             ("Timestamp", &timestamp),
         ]);
+        let url = format!("{}{path}", self.base_url);
         let signature = testkit::twilio_signature(AUTH_TOKEN, &url, &body);
-        Request {
-            url,
-            body,
-            signature,
-        }
+        let mut head = String::with_capacity(256);
+        // Writing into a String cannot fail.
+        let _ = write!(
+            head,
+            "POST {path} HTTP/1.1\r\nHost: {}\r\n\
+             Content-Type: application/x-www-form-urlencoded\r\n\
+             X-Twilio-Signature: {signature}\r\nContent-Length: {}\r\n\r\n",
+            self.addr,
+            body.len()
+        );
+        let mut request = head.into_bytes();
+        request.extend_from_slice(&body);
+        request
     }
 }
 
@@ -129,19 +135,8 @@ struct TaskOut {
     failures: Vec<(Instant, String)>,
 }
 
-/// The HTTP client every task shares (one pool; a task keeps its connection).
-pub fn client(concurrency: usize, timeout: Duration) -> Result<reqwest::Client> {
-    reqwest::Client::builder()
-        .pool_max_idle_per_host(concurrency)
-        .tcp_nodelay(true)
-        .timeout(timeout)
-        .build()
-        .context("building the load generator's HTTP client")
-}
-
 /// Runs one level to its end and gathers what it measured.
 pub async fn level(
-    client: &reqwest::Client,
     target: &Arc<Target>,
     next: &Arc<AtomicU64>,
     gateway: &AppState,
@@ -152,8 +147,8 @@ pub async fn level(
     let end = window_start + plan.measure;
     let tasks: Vec<_> = (0..plan.concurrency)
         .map(|_| {
-            let (client, target, next) = (client.clone(), target.clone(), next.clone());
-            tokio::spawn(worker(client, target, next, end))
+            let (target, next) = (target.clone(), next.clone());
+            tokio::spawn(worker(target, next, end))
         })
         .collect();
 
@@ -190,17 +185,13 @@ pub async fn level(
     Ok(level)
 }
 
-async fn worker(
-    client: reqwest::Client,
-    target: Arc<Target>,
-    next: Arc<AtomicU64>,
-    end: Instant,
-) -> TaskOut {
+async fn worker(target: Arc<Target>, next: Arc<AtomicU64>, end: Instant) -> TaskOut {
     let mut out = TaskOut::default();
+    let mut connection = Connection::new(target.addr);
     while Instant::now() < end {
         let request = target.request(next.fetch_add(1, Ordering::Relaxed));
         let sent = Instant::now();
-        let result = send(&client, request).await;
+        let result = send(&mut connection, &request, target.timeout).await;
         let answered = Instant::now();
         match result {
             Ok(id) => {
@@ -220,34 +211,21 @@ struct Accepted {
 }
 
 /// Posts one request; the event id of a 202, else what went wrong.
-async fn send(client: &reqwest::Client, request: Request) -> Result<u128, String> {
-    let response = client
-        .post(&request.url)
-        .header(CONTENT_TYPE, "application/x-www-form-urlencoded")
-        .header("x-twilio-signature", request.signature)
-        .body(request.body)
-        .send()
+async fn send(
+    connection: &mut Connection,
+    request: &[u8],
+    timeout: Duration,
+) -> Result<u128, String> {
+    let response = connection
+        .send(request, timeout)
         .await
-        .map_err(|e| transport(&e))?;
-    let status = response.status();
-    let body = response.bytes().await.map_err(|e| transport(&e))?;
-    if status != StatusCode::ACCEPTED {
-        return Err(format!("http {}", status.as_u16()));
+        .map_err(|f: Failure| f.kind().to_string())?;
+    if response.status != 202 {
+        return Err(format!("http {}", response.status));
     }
-    let accepted: Accepted =
-        serde_json::from_slice(&body).map_err(|_| "202 without an event id".to_string())?;
+    let accepted: Accepted = serde_json::from_slice(&response.body)
+        .map_err(|_| "202 without an event id".to_string())?;
     Ok(accepted.event_id.as_u128())
-}
-
-fn transport(error: &reqwest::Error) -> String {
-    let kind = if error.is_timeout() {
-        "timeout"
-    } else if error.is_connect() {
-        "connect"
-    } else {
-        "other"
-    };
-    format!("transport {kind}")
 }
 
 /// Sum (s) and count of the gateway's acknowledged call-event produces,
@@ -270,16 +248,47 @@ mod tests {
     #[test]
     fn requests_are_distinct_calls_and_verify() {
         let target = Target {
+            addr: SocketAddr::from(([127, 0, 0, 1], 1)),
             base_url: "http://127.0.0.1:1".into(),
             run: 7,
             contacts: 10,
+            timeout: Duration::from_secs(1),
         };
-        let (a, b) = (target.request(1), target.request(11));
+        let (a, b) = (parts(&target.request(1)), parts(&target.request(11)));
         assert_ne!(a.body, b.body);
         // Same contact (11 mod 10 = 1), different launch.
-        assert!(a.url.contains("contact_id=c-1&") && b.url.contains("contact_id=c-1&"));
-        assert_ne!(a.url, b.url);
-        let again = testkit::twilio_signature(AUTH_TOKEN, &a.url, &a.body);
+        assert!(a.path.contains("contact_id=c-1&") && b.path.contains("contact_id=c-1&"));
+        assert_ne!(a.path, b.path);
+        assert_eq!(a.content_length, a.body.len());
+        let url = format!("{}{}", target.base_url, a.path);
+        let again = testkit::twilio_signature(AUTH_TOKEN, &url, a.body.as_bytes());
         assert_eq!(again, a.signature);
+    }
+
+    struct Parts {
+        path: String,
+        signature: String,
+        content_length: usize,
+        body: String,
+    }
+
+    /// The pieces of a request this module wrote.
+    fn parts(request: &[u8]) -> Parts {
+        let text = std::str::from_utf8(request).unwrap();
+        let (head, body) = text.split_once("\r\n\r\n").unwrap();
+        let mut lines = head.split("\r\n");
+        let path = lines.next().unwrap().split(' ').nth(1).unwrap().to_string();
+        let header = |name: &str| {
+            head.split("\r\n")
+                .find_map(|l| l.strip_prefix(&format!("{name}: ")))
+                .unwrap()
+                .to_string()
+        };
+        Parts {
+            path,
+            signature: header("X-Twilio-Signature"),
+            content_length: header("Content-Length").parse().unwrap(),
+            body: body.to_string(),
+        }
     }
 }

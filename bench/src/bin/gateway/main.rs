@@ -20,6 +20,7 @@
 //! rate is what the three together sustain; the `cpu_*_us_per_req` lines
 //! say who spent the time. Topics are deleted afterwards unless `--keep-topics`.
 
+mod http;
 mod load;
 mod server;
 mod threads;
@@ -76,6 +77,9 @@ struct Args {
     /// The gateway's produce timeout, ms (past it: 503).
     #[arg(long, default_value_t = 5_000)]
     produce_timeout_ms: u64,
+    /// The gateway's producer linger, ms (its `produce_linger`; default: the gateway's).
+    #[arg(long)]
+    linger_ms: Option<u64>,
     /// Most seconds the read-back of the topic may take.
     #[arg(long, default_value_t = 60)]
     readback_timeout_s: u64,
@@ -116,6 +120,7 @@ fn measure(
         partitions: args.partitions,
         threads: args.server_threads,
         produce_timeout: Duration::from_millis(args.produce_timeout_ms),
+        linger: args.linger_ms.map(Duration::from_millis),
     };
     let gateway = Gateway::start(settings, setup, made)?;
     info!(url = %gateway.base_url, topic = %gateway.call_events, "gateway started");
@@ -125,13 +130,13 @@ fn measure(
         .enable_all()
         .build()
         .context("starting the load generator's runtime")?;
-    let max_concurrency = args.concurrency.iter().copied().max().unwrap_or(1);
-    // Above the produce timeout, so a slow produce shows as the gateway's 503.
-    let client = load::client(max_concurrency, setup.produce_timeout * 2)?;
     let target = Arc::new(Target {
+        addr: gateway.addr,
         base_url: gateway.base_url.clone(),
         run: uuid::Uuid::new_v4().as_u64_pair().0,
         contacts: args.contacts,
+        // Above the produce timeout, so a slow produce shows as the gateway's 503.
+        timeout: setup.produce_timeout * 2,
     });
     let next = Arc::new(AtomicU64::new(0));
 
@@ -145,8 +150,7 @@ fn measure(
             measure: Duration::from_secs(args.seconds),
         };
         info!(concurrency, "level");
-        let mut level =
-            load_runtime.block_on(load::level(&client, &target, &next, &gateway.state, plan))?;
+        let mut level = load_runtime.block_on(load::level(&target, &next, &gateway.state, plan))?;
         gateway.check()?;
         emit_level(report, &level)?;
         let ids = std::mem::take(&mut level.accepted_ids);

@@ -29,6 +29,8 @@ pub const THREAD_NAME: &str = "gw-server";
 
 /// A running gateway.
 pub struct Gateway {
+    /// Where it listens.
+    pub addr: std::net::SocketAddr,
     /// `http://127.0.0.1:<port>`: where requests go, and also the public
     /// base URL the gateway rebuilds signed URLs from.
     pub base_url: String,
@@ -46,6 +48,8 @@ pub struct Setup {
     pub partitions: i32,
     pub threads: usize,
     pub produce_timeout: Duration,
+    /// The producer's linger; `None`: the gateway's default.
+    pub linger: Option<Duration>,
 }
 
 impl Gateway {
@@ -85,6 +89,9 @@ impl Gateway {
         );
         config.public_base_url = base_url.clone();
         config.produce_timeout = setup.produce_timeout;
+        if let Some(linger) = setup.linger {
+            config.produce_linger = linger;
+        }
         config.integrations = vec![IntegrationConfig {
             id: INTEGRATION.into(),
             tenant_id: TENANT.into(),
@@ -108,6 +115,7 @@ impl Gateway {
             }
         });
         Ok(Self {
+            addr,
             base_url,
             call_events,
             state,

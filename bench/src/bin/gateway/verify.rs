@@ -4,14 +4,20 @@
 //! answered 202 (a request the client gave up on that still landed) are
 //! counted apart: they are allowed (the sender retries with the same id,
 //! downstream dedupes), a missing 202 is not.
+//!
+//! The reader stops only once it has read every partition up to the end
+//! offset the broker gave it before reading (or at the deadline), so a
+//! `lost` above zero means the records are not in the log, never that the
+//! reader gave up early; a read-back that could not reach the end fails
+//! the benchmark as such, with how far it got.
 
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
-use anyhow::Result;
+use anyhow::{bail, Context, Result};
 use callstream_platform::KafkaSettings;
-use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::message::Headers;
+use rdkafka::consumer::Consumer;
+use rdkafka::message::{BorrowedMessage, Headers};
 use rdkafka::Message;
 use tracing::{info, warn};
 use uuid::Uuid;
@@ -33,11 +39,8 @@ pub struct Loss {
     pub unreadable: u64,
 }
 
-/// How long to keep reading once every acknowledged id was seen, for extras.
-const DRAIN: Duration = Duration::from_secs(1);
-
-/// Reads `topic` until every id in `acknowledged` is seen (then a little
-/// longer) or `timeout` passes.
+/// Reads all of `topic` (to the end offsets taken before reading) and
+/// matches it against `acknowledged`, within `timeout`.
 pub fn check(
     settings: &KafkaSettings,
     topic: &str,
@@ -46,35 +49,64 @@ pub fn check(
     timeout: Duration,
 ) -> Result<Loss> {
     let reader = committed_reader(settings, topic, partitions, 100)?;
+    // The gateway has flushed and stopped: nothing is added after this.
+    let mut ranges = Vec::with_capacity(usize::try_from(partitions).unwrap_or(0));
+    for partition in 0..partitions {
+        let (low, high) = reader
+            .fetch_watermarks(topic, partition, Duration::from_secs(10))
+            .with_context(|| format!("end offsets of {topic} [{partition}]"))?;
+        ranges.push((low, high));
+    }
+    // The next offset to read in each partition.
+    let mut next: Vec<i64> = ranges.iter().map(|(low, _)| *low).collect();
+    let in_log: i64 = ranges.iter().map(|(low, high)| high - low).sum();
+    let done = |next: &[i64]| next.iter().zip(&ranges).all(|(n, (_, high))| n >= high);
+
     let mut seen: HashSet<u128> = HashSet::with_capacity(acknowledged.len());
     let mut loss = Loss::default();
     let mut found: usize = 0;
     let deadline = Instant::now() + timeout;
-    let mut drain_until: Option<Instant> = None;
     let mut last_progress = Instant::now();
-    loop {
-        let now = Instant::now();
-        if now >= deadline || drain_until.is_some_and(|d| now >= d) {
-            break;
+    while !done(&next) {
+        if Instant::now() >= deadline {
+            let short: Vec<(usize, i64, i64)> = next
+                .iter()
+                .zip(&ranges)
+                .enumerate()
+                .filter(|(_, (n, (_, high)))| n < &high)
+                .map(|(p, (n, (_, high)))| (p, *n, *high))
+                .collect();
+            bail!(
+                "the read-back stopped at its deadline before the end of the log \
+                 (read {} of {in_log} records; partition, next offset, end: {short:?}); \
+                 no loss can be concluded",
+                loss.records
+            );
         }
-        read_some(&reader, &mut |id| {
-            loss.records += 1;
-            match id {
-                None => loss.unreadable += 1,
-                Some(id) if !seen.insert(id) => loss.duplicates += 1,
-                Some(id) if acknowledged.contains(&id) => found += 1,
-                Some(_) => loss.unacknowledged += 1,
+        match reader.poll(Duration::from_millis(100)) {
+            None => {}
+            Some(Err(error)) => warn!(%error, "reader error"),
+            Some(Ok(message)) => {
+                if let Some(n) = usize::try_from(message.partition())
+                    .ok()
+                    .and_then(|p| next.get_mut(p))
+                {
+                    *n = (*n).max(message.offset() + 1);
+                }
+                loss.records += 1;
+                match event_id(&message) {
+                    None => loss.unreadable += 1,
+                    Some(id) if !seen.insert(id) => loss.duplicates += 1,
+                    Some(id) if acknowledged.contains(&id) => found += 1,
+                    Some(_) => loss.unacknowledged += 1,
+                }
             }
-        });
-        if found >= acknowledged.len() && drain_until.is_none() {
-            drain_until = Some(Instant::now() + DRAIN);
         }
         if last_progress.elapsed() >= Duration::from_secs(5) {
             last_progress = Instant::now();
             info!(
-                found,
-                expected = acknowledged.len(),
-                "reading call-events back"
+                read = loss.records,
+                in_log, found, "reading call-events back"
             );
         }
     }
@@ -89,45 +121,18 @@ pub fn check(
         warn!(
             lost = loss.lost,
             ?missing,
-            "acknowledged event ids missing from the topic"
-        );
-        // Tells a reader that stopped short from records that never got there.
-        let mut in_log: i64 = 0;
-        for partition in 0..partitions {
-            match reader.fetch_watermarks(topic, partition, Duration::from_secs(5)) {
-                Ok((low, high)) => in_log += high - low,
-                Err(error) => warn!(partition, %error, "no watermarks"),
-            }
-        }
-        warn!(
             in_log,
             read = loss.records,
-            "records in the log by its watermarks, and read"
+            "acknowledged event ids missing from the whole log"
         );
     }
     Ok(loss)
 }
 
-/// Reads what is there (waiting briefly for the first record), passing
-/// each record's event id to `each`.
-fn read_some(reader: &BaseConsumer, each: &mut impl FnMut(Option<u128>)) {
-    let mut wait = Duration::from_millis(100);
-    for _ in 0..10_000 {
-        match reader.poll(wait) {
-            Some(Ok(message)) => {
-                let id = message.headers().and_then(|headers| {
-                    let header = headers.iter().find(|h| h.key == "event-id")?;
-                    let text = std::str::from_utf8(header.value?).ok()?;
-                    Uuid::parse_str(text).ok().map(|id| id.as_u128())
-                });
-                each(id);
-            }
-            Some(Err(error)) => {
-                warn!(%error, "reader error");
-                break;
-            }
-            None => break,
-        }
-        wait = Duration::ZERO;
-    }
+/// The record's `event-id` header, if it holds a UUID.
+fn event_id(message: &BorrowedMessage<'_>) -> Option<u128> {
+    let headers = message.headers()?;
+    let header = headers.iter().find(|h| h.key == "event-id")?;
+    let text = std::str::from_utf8(header.value?).ok()?;
+    Uuid::parse_str(text).ok().map(|id| id.as_u128())
 }
