@@ -8,10 +8,10 @@
 
 use std::io::{self, Read};
 
-use apache_avro::{from_avro_datum, to_value, types::Value};
+use apache_avro::{to_value, types::Value};
 
 use crate::{
-    registry::{any_from_value, Registry, Writer, REGISTRY},
+    registry::{self, any_from_value, Registry, Writer, REGISTRY},
     scan::{self, ScanError},
     AnyEvent, DecodeError, EncodeError, Event, EventKind, Fingerprint,
 };
@@ -46,6 +46,24 @@ pub fn split_header(bytes: &[u8]) -> Result<(Fingerprint, &[u8]), DecodeError> {
 }
 
 pub(crate) fn encode<E: Event>(event: &E) -> Result<Vec<u8>, EncodeError> {
+    match encode_direct(event) {
+        Some(bytes) => Ok(bytes),
+        // The Value route writes the same bytes, or says what does not fit.
+        None => encode_via_value(event),
+    }
+}
+
+/// The fast route (see `crate::encode::direct`); `None` when it cannot take this value.
+pub(crate) fn encode_direct<E: Event>(event: &E) -> Option<Vec<u8>> {
+    let info = E::KIND.info();
+    let mut out = Vec::with_capacity(256);
+    out.extend_from_slice(&header(info.fingerprint));
+    crate::encode::direct::to_body(event, &info.schema, &info.names, &mut out).ok()?;
+    Some(out)
+}
+
+/// `to_value`, then the one-pass encoder.
+pub(crate) fn encode_via_value<E: Event>(event: &E) -> Result<Vec<u8>, EncodeError> {
     let info = E::KIND.info();
     let mismatch = |detail: String| EncodeError::SchemaMismatch {
         event_type: E::name(),
@@ -59,6 +77,9 @@ pub(crate) fn encode<E: Event>(event: &E) -> Result<Vec<u8>, EncodeError> {
 }
 
 pub(crate) fn decode<E: Event>(bytes: &[u8]) -> Result<E, DecodeError> {
+    if let Some(event) = decode_direct(&REGISTRY, bytes, E::KIND) {
+        return Ok(event);
+    }
     let (kind, value) = decode_value(bytes)?;
     if kind != E::KIND {
         return Err(DecodeError::WrongType {
@@ -74,11 +95,41 @@ pub(crate) fn decode<E: Event>(bytes: &[u8]) -> Result<E, DecodeError> {
 
 /// Decodes single-object bytes of any event type, choosing the schema by fingerprint.
 pub fn decode_any(bytes: &[u8]) -> Result<AnyEvent, DecodeError> {
+    if let Some(event) = any_direct(bytes) {
+        return Ok(event);
+    }
     let (kind, value) = decode_value(bytes)?;
     any_from_value(kind, &value).map_err(|source| DecodeError::Mapping {
         event_type: kind.name(),
         source: Box::new(source),
     })
+}
+
+/// The fast route (see `crate::decode`): bytes written with the current schema of `kind`,
+/// decoded straight into its type. `None` sends the caller the Value route, which also gives
+/// the typed error.
+pub(crate) fn decode_direct<E: serde::de::DeserializeOwned>(
+    registry: &Registry,
+    bytes: &[u8],
+    kind: EventKind,
+) -> Option<E> {
+    let (fingerprint, body) = split_header(bytes).ok()?;
+    let (found, Writer::Current(_)) = registry.writer(fingerprint)? else {
+        return None;
+    };
+    if found != kind {
+        return None;
+    }
+    let info = &registry.current[kind as usize];
+    // The scan keeps its guarantee: no allocation out of proportion to the input.
+    scan::check(&info.schema, &info.names, body).ok()?;
+    crate::decode::from_body(&info.schema, &info.names, body)
+}
+
+fn any_direct(bytes: &[u8]) -> Option<AnyEvent> {
+    let (fingerprint, _) = split_header(bytes).ok()?;
+    let (kind, _) = REGISTRY.writer(fingerprint)?;
+    registry::any_direct(bytes, kind)
 }
 
 /// Decodes single-object bytes into an Avro value of the current schema of their event type
@@ -104,7 +155,13 @@ fn decode_value_in(registry: &Registry, bytes: &[u8]) -> Result<(EventKind, Valu
         rest: body,
         ran_out: false,
     };
-    let decoded = from_avro_datum(&writer_info.schema, &mut reader, None);
+    // The header is the one the reader expects (bytes with apache-avro's fingerprint variant
+    // carry another), so it is given, not read from the input.
+    let expected = header(writer_info.fingerprint);
+    let decoded = writer_info
+        .reader
+        .0
+        .read_value(&mut (&expected[..]).chain(&mut reader));
     // apache-avro turns some short reads into values (a truncated string becomes null), so
     // running out of input is checked on the reader, not only on the error.
     if reader.ran_out {

@@ -12,6 +12,8 @@ use apache_avro::{types::Value, Schema};
 
 use crate::scan::Names;
 
+pub(crate) mod direct;
+
 /// Encodes `value` (as `apache_avro::to_value` makes it) as `schema`, appending to `out`.
 pub(crate) fn encode(
     value: &Value,
@@ -132,7 +134,7 @@ pub(crate) fn encode(
     }
 }
 
-fn long(n: i64, out: &mut Vec<u8>) {
+pub(crate) fn long(n: i64, out: &mut Vec<u8>) {
     let mut z = ((n << 1) ^ (n >> 63)) as u64;
     while z >= 0x80 {
         out.push((z as u8) | 0x80);
@@ -141,7 +143,7 @@ fn long(n: i64, out: &mut Vec<u8>) {
     out.push(z as u8);
 }
 
-fn string(s: &str, out: &mut Vec<u8>) {
+pub(crate) fn string(s: &str, out: &mut Vec<u8>) {
     long(s.len() as i64, out);
     out.extend_from_slice(s.as_bytes());
 }

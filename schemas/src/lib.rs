@@ -27,7 +27,12 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+// Lets unit tests share the integration tests' value generator, which names the crate.
+#[cfg(test)]
+extern crate self as callstream_schemas;
+
 mod codec;
+mod decode;
 mod encode;
 mod error;
 mod event;

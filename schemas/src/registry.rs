@@ -8,7 +8,7 @@
 
 use std::{collections::HashMap, sync::LazyLock};
 
-use apache_avro::{rabin::Rabin, Schema};
+use apache_avro::{rabin::Rabin, GenericSingleObjectReader, Schema};
 
 use crate::{
     fingerprint::{canonical_form, rabin},
@@ -114,6 +114,15 @@ macro_rules! event_types {
             }
         )+
 
+        /// Bytes of `kind` decoded the fast way (see `crate::codec::decode_direct`).
+        pub(crate) fn any_direct(bytes: &[u8], kind: EventKind) -> Option<AnyEvent> {
+            Some(match kind {
+                $(EventKind::$ty => {
+                    AnyEvent::$ty(crate::codec::decode_direct(&REGISTRY, bytes, kind)?)
+                })+
+            })
+        }
+
         pub(crate) fn any_from_value(
             kind: EventKind,
             value: &apache_avro::types::Value,
@@ -191,6 +200,9 @@ pub struct SchemaInfo {
     pub schema: Schema,
     /// Its named types, for the pre-decode scan.
     pub(crate) names: crate::scan::Names,
+    /// apache-avro's decoder with the schema's names resolved once (`from_avro_datum` resolves
+    /// them on every call).
+    pub(crate) reader: Resolved,
     /// Parsing Canonical Form, as the specification defines it.
     pub canonical_form: String,
     /// CRC-64-AVRO of `canonical_form`: what this crate writes in headers.
@@ -219,17 +231,41 @@ impl SchemaInfo {
         let avro_fp = schema.fingerprint::<Rabin>();
         let mut apache_avro_fingerprint = [0u8; 8];
         apache_avro_fingerprint.copy_from_slice(&avro_fp.bytes[..8]);
+        let fingerprint = rabin(canonical_form.as_bytes());
+        let reader = GenericSingleObjectReader::new_with_header_builder(
+            schema.clone(),
+            HeaderOf(fingerprint),
+        )
+        .unwrap_or_else(|e| panic!("{} does not resolve: {e}", what()));
         Self {
             kind,
             version,
             name,
             json,
-            fingerprint: rabin(canonical_form.as_bytes()),
+            fingerprint,
+            reader: Resolved(reader),
             canonical_form,
             names: crate::scan::names_of(&schema),
             schema,
             apache_avro_fingerprint: Fingerprint(apache_avro_fingerprint),
         }
+    }
+}
+
+/// A schema's single-object reader, expecting this crate's header.
+pub(crate) struct Resolved(pub(crate) GenericSingleObjectReader);
+
+impl std::fmt::Debug for Resolved {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("GenericSingleObjectReader")
+    }
+}
+
+struct HeaderOf(Fingerprint);
+
+impl apache_avro::headers::HeaderBuilder for HeaderOf {
+    fn build_header(&self) -> Vec<u8> {
+        crate::header(self.0).to_vec()
     }
 }
 

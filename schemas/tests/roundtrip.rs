@@ -114,3 +114,36 @@ fn apache_avro_default_writer_bytes_decode() {
         assert_eq!((decoded_kind, decoded), (kind, value));
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// The direct decoder (`decode_any`, `T::decode`) gives exactly what the Value route gives
+    /// (`decode_value` then `apache_avro::from_value`) for any value any writer could produce.
+    #[test]
+    fn direct_decoding_matches_the_value_route((kind, value) in value_of_kind()) {
+        let bytes = written_by(kind.schema(), kind.fingerprint(), value.clone());
+        let (_, decoded) = decode_value(&bytes).expect("decodes");
+        let direct = decode_any(&bytes).expect("decodes directly");
+        macro_rules! compare {
+            ($($ty:ident),+) => {
+                match direct {
+                    $(AnyEvent::$ty(e) => {
+                        let via_value: callstream_schemas::$ty =
+                            apache_avro::from_value(&decoded).expect("maps");
+                        prop_assert_eq!(&e, &via_value);
+                        prop_assert_eq!(
+                            <callstream_schemas::$ty as Event>::decode(&bytes).expect("typed"),
+                            via_value
+                        );
+                    })+
+                }
+            };
+        }
+        compare!(
+            CallEvent, ContactCommand, ScheduleRequest, ScheduleEvent, LaunchCommand,
+            CallLaunch, CompletionMissing, CompletionResolved, CrmCommand, CrmResult,
+            ExceptionEvent, ControlChange, Alert, AuditEvent, ContactState
+        );
+    }
+}
