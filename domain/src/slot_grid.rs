@@ -264,6 +264,18 @@ impl SlotGrid {
         self.slots.iter().map(|(&i, jobs)| (i, jobs.as_slice()))
     }
 
+    /// The occupied slots with indices in `range`, ascending, with their
+    /// jobs (one lookup, however wide the range).
+    pub fn slots_in(
+        &self,
+        range: std::ops::Range<u64>,
+    ) -> impl Iterator<Item = (u64, &[JobId])> + '_ {
+        let range = range.start..range.end.max(range.start);
+        self.slots
+            .range(range)
+            .map(|(&i, jobs)| (i, jobs.as_slice()))
+    }
+
     /// How many jobs are booked.
     pub fn len(&self) -> usize {
         self.jobs.len()

@@ -4,13 +4,21 @@
 //! that hold bookings and a meta value (version and slot length).
 //!
 //! The allocator works on an in-memory [`SlotGrid`] cached per partition
-//! and tenant. The cache is only a copy: every change to a grid moves the
-//! stored version along a hash chain (the previous version and the id of
-//! the event that caused the change), and a cached grid is used only while
-//! its version is the stored one. So after an aborted transaction (the
-//! store rolls back, the cache does not), a restore, or a partition that
-//! went to another instance and came back, the grid is rebuilt from the
-//! store before it is used.
+//! and tenant. The cache is only a copy: every change to a grid stores a
+//! new version, and a cached grid is used only while its version is the
+//! stored one. So after an aborted transaction (the store rolls back, the
+//! cache does not), a restore, or a partition that went to another instance
+//! and came back, the grid is rebuilt from the store before it is used.
+//!
+//! A version is the writer's nonce (8 random bytes drawn when a cached grid
+//! is built) and its count of writes. Only the writer that holds a cached
+//! grid can produce that grid's next version, so a stored version equal to
+//! the cached one means the store holds exactly what the cache does. This
+//! costs a counter increment per change (the hash chain it replaces, a
+//! UUIDv5 over the previous version and the cause, cost a SHA-1 per
+//! booking), and it also tells apart two instances that made the same
+//! change from the same state: a deterministic chain gave both the same
+//! version even when their clocks placed the job in different slots.
 //!
 //! Store `grid` layout, per tenant `t` (`len` = u16 BE length of `t`):
 //! - `b'm' len t` → version (16 bytes) then slot length (u32 BE seconds);
@@ -23,8 +31,6 @@ use std::collections::{BTreeSet, HashMap};
 use callstream_domain::slot_grid::{GridConfig, JobId, SlotGrid};
 use callstream_runtime::{Context, ProcessError};
 use uuid::Uuid;
-
-use crate::ids::SCHEDULER_NAMESPACE;
 
 /// Slots per stored chunk: 80 minutes of 75 s slots.
 pub const CHUNK_SLOTS: u64 = 64;
@@ -51,6 +57,9 @@ fn chunk_key(tenant: &str, chunk: u64) -> Vec<u8> {
 #[derive(Debug)]
 pub struct CachedGrid {
     version: [u8; 16],
+    /// This copy's nonce and its writes so far: the next version.
+    nonce: u64,
+    writes: u64,
     pub grid: SlotGrid,
     chunks: BTreeSet<u64>,
     /// The refused slot length last warned about, so the warning is logged once.
@@ -176,10 +185,22 @@ fn rebuild(
         .map_err(|e| ProcessError::Invalid(format!("grid of tenant {tenant:?}: {e}")))?;
     Ok(CachedGrid {
         version,
+        nonce: fresh_nonce(),
+        writes: 0,
         grid,
         chunks,
         warned_slot_seconds: None,
     })
+}
+
+/// A nonce no other cached grid (of this process or any other) draws,
+/// but with negligible probability: std's randomly keyed hasher over a
+/// process-wide count.
+fn fresh_nonce() -> u64 {
+    use std::hash::{BuildHasher, RandomState};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static DRAWN: AtomicU64 = AtomicU64::new(0);
+    RandomState::new().hash_one(DRAWN.fetch_add(1, Ordering::Relaxed))
 }
 
 fn decode_chunk(mut bytes: &[u8], out: &mut Vec<(u64, Vec<JobId>)>) -> Option<()> {
@@ -201,13 +222,15 @@ fn decode_chunk(mut bytes: &[u8], out: &mut Vec<(u64, Vec<JobId>)>) -> Option<()
 }
 
 fn encode_chunk(grid: &SlotGrid, chunk: u64) -> Vec<u8> {
-    let mut out = Vec::new();
     let first = chunk.saturating_mul(CHUNK_SLOTS);
-    for index in first..first.saturating_add(CHUNK_SLOTS) {
-        let jobs = grid.slot_jobs(index);
-        if jobs.is_empty() {
-            continue;
-        }
+    let range = first..first.saturating_add(CHUNK_SLOTS);
+    // Sized exactly: the store keeps the value as it is.
+    let size = grid
+        .slots_in(range.clone())
+        .map(|(_, jobs)| 10 + 16 * jobs.len().min(usize::from(u16::MAX)))
+        .sum();
+    let mut out = Vec::with_capacity(size);
+    for (index, jobs) in grid.slots_in(range) {
         let count = u16::try_from(jobs.len()).unwrap_or(u16::MAX);
         out.extend_from_slice(&index.to_be_bytes());
         out.extend_from_slice(&count.to_be_bytes());
@@ -219,10 +242,8 @@ fn encode_chunk(grid: &SlotGrid, chunk: u64) -> Vec<u8> {
 }
 
 impl CachedGrid {
-    /// Writes the chunks of `slots` (changed slots) back, and moves the
-    /// version along the chain with `cause` (the id of the event that
-    /// changed the grid).
-    pub fn save(&mut self, ctx: &mut Context<'_>, tenant: &str, slots: &[u64], cause: Uuid) {
+    /// Writes the chunks of `slots` (changed slots) back, with a new version.
+    pub fn save(&mut self, ctx: &mut Context<'_>, tenant: &str, slots: &[u64]) {
         let mut index_changed = false;
         let touched: BTreeSet<u64> = slots.iter().map(|s| s / CHUNK_SLOTS).collect();
         for chunk in touched {
@@ -238,7 +259,7 @@ impl CachedGrid {
         if index_changed {
             self.write_index(ctx, tenant);
         }
-        self.bump(ctx, tenant, cause);
+        self.bump(ctx, tenant);
     }
 
     /// Drops the chunks that end at or before `before` (their slots are
@@ -248,7 +269,6 @@ impl CachedGrid {
         ctx: &mut Context<'_>,
         tenant: &str,
         before: chrono::DateTime<chrono::Utc>,
-        cause: Uuid,
     ) -> usize {
         let cutoff = self.grid.slot_index_at_or_after(before);
         let done: Vec<u64> = self
@@ -275,7 +295,7 @@ impl CachedGrid {
             ctx.delete(GRID_STORE, chunk_key(tenant, chunk));
         }
         self.write_index(ctx, tenant);
-        self.bump(ctx, tenant, cause);
+        self.bump(ctx, tenant);
         removed
     }
 
@@ -289,11 +309,12 @@ impl CachedGrid {
         }
     }
 
-    fn bump(&mut self, ctx: &mut Context<'_>, tenant: &str, cause: Uuid) {
-        let mut seed = self.version.to_vec();
-        seed.extend_from_slice(cause.as_bytes());
-        self.version = *Uuid::new_v5(&SCHEDULER_NAMESPACE, &seed).as_bytes();
-        let mut meta = self.version.to_vec();
+    fn bump(&mut self, ctx: &mut Context<'_>, tenant: &str) {
+        self.writes += 1;
+        self.version[..8].copy_from_slice(&self.nonce.to_be_bytes());
+        self.version[8..].copy_from_slice(&self.writes.to_be_bytes());
+        let mut meta = Vec::with_capacity(20);
+        meta.extend_from_slice(&self.version);
         meta.extend_from_slice(&self.grid.config().slot_seconds.to_be_bytes());
         ctx.put(GRID_STORE, tenant_key(b'm', tenant), meta);
     }

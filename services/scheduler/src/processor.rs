@@ -127,7 +127,7 @@ impl Scheduler {
                 };
                 let outcome = place_job(&mut cached.grid, request.job_id, &lead.window, timing);
                 if let Outcome::Allocated { slot, .. } = &outcome {
-                    cached.save(ctx, tenant, &[slot.index], decision_id);
+                    cached.save(ctx, tenant, &[slot.index]);
                 }
                 outcome
             }
@@ -218,7 +218,7 @@ impl Scheduler {
         let config = self.control.view(ctx).grid(tenant).config;
         let cached = self.grids.load(ctx, tenant, config)?;
         if let Some(slot) = cached.grid.cancel(job.job_id) {
-            cached.save(ctx, tenant, &[slot.index], event_id);
+            cached.save(ctx, tenant, &[slot.index]);
         }
         ctx.cancel_timer(&TimerHandle {
             domain: TimeDomain::WallClock,
@@ -285,7 +285,7 @@ impl Scheduler {
             .unwrap_or(DateTime::<Utc>::MIN_UTC);
         let config = self.control.view(ctx).grid(&tenant).config;
         let cached = self.grids.load(ctx, &tenant, config)?;
-        let pruned = cached.prune_chunks_before(ctx, &tenant, cutoff, event_id);
+        let pruned = cached.prune_chunks_before(ctx, &tenant, cutoff);
         if pruned > 0 {
             tracing::debug!(tenant, pruned, "past slots dropped from the grid");
         }

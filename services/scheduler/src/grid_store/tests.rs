@@ -15,7 +15,14 @@ proptest! {
         // Job ids must be unique across slots to form a grid.
         let mut seen = std::collections::HashSet::new();
         prop_assume!(slots.iter().flat_map(|(_, j)| j).all(|j| seen.insert(*j)));
-        let grid = SlotGrid::from_slots(config, slots.clone()).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        // Neighbours in the chunks either side stay out of chunk 7's value.
+        let neighbours = [
+            (chunk * CHUNK_SLOTS - 1, vec![Uuid::from_u128(u128::MAX)]),
+            ((chunk + 1) * CHUNK_SLOTS, vec![Uuid::from_u128(u128::MAX - 1)]),
+        ];
+        prop_assume!(neighbours.iter().flat_map(|(_, j)| j).all(|j| seen.insert(*j)));
+        let all = slots.iter().cloned().chain(neighbours);
+        let grid = SlotGrid::from_slots(config, all).map_err(|e| TestCaseError::fail(e.to_string()))?;
         let mut back = Vec::new();
         prop_assert!(decode_chunk(&encode_chunk(&grid, chunk), &mut back).is_some());
         prop_assert_eq!(back, slots);
@@ -28,9 +35,12 @@ proptest! {
 }
 
 /// Books the job named by each record's value into the first free slot of
-/// tenant `t`, through cache `ours` or (values starting with `other:`)
-/// through a second cache, as another instance that owned the partition
-/// meanwhile would; emits the slot it got.
+/// tenant `t` at or after slot `@n` (0 if not given), through cache `ours`
+/// or (values starting with `other:`) through a second cache, as another
+/// instance that owned the partition meanwhile would; emits the slot it
+/// got. A value starting with `fail:` books through `ours` and then fails,
+/// so the runtime drops the record's store writes as an aborted
+/// transaction would, while the cache keeps the booking.
 struct Booker {
     ours: GridCache,
     other: GridCache,
@@ -40,27 +50,29 @@ impl Processor for Booker {
     fn process(&mut self, ctx: &mut Context<'_>, record: &Record) -> Result<(), ProcessError> {
         let text =
             String::from_utf8_lossy(record.value.as_deref().unwrap_or_default()).into_owned();
-        let (cache, job) = match text.strip_prefix("other:") {
-            Some(job) => (&mut self.other, job.parse::<u128>().unwrap()),
-            None => (&mut self.ours, text.parse::<u128>().unwrap()),
+        let (who, rest) = text.split_once(':').unwrap_or(("ours", &text));
+        let (job, from) = rest.split_once('@').unwrap_or((rest, "0"));
+        let (job, from) = (job.parse::<u128>().unwrap(), from.parse::<i64>().unwrap());
+        let cache = match who {
+            "other" => &mut self.other,
+            _ => &mut self.ours,
         };
         let config = GridConfig::default();
         let cached = cache.load(ctx, "t", config)?;
+        let epoch = callstream_domain::slot_grid::GRID_EPOCH_UNIX_SECONDS;
         let slot = cached
             .grid
             .allocate(
                 Uuid::from_u128(job),
-                DateTime::from_timestamp(callstream_domain::slot_grid::GRID_EPOCH_UNIX_SECONDS, 0)
-                    .unwrap(),
+                DateTime::from_timestamp(epoch + from * 75, 0).unwrap(),
                 &Always,
-                DateTime::from_timestamp(
-                    callstream_domain::slot_grid::GRID_EPOCH_UNIX_SECONDS + 86_400,
-                    0,
-                )
-                .unwrap(),
+                DateTime::from_timestamp(epoch + 86_400, 0).unwrap(),
             )
             .map_err(|e| ProcessError::Invalid(e.to_string()))?;
-        cached.save(ctx, "t", &[slot.index], Uuid::from_u128(job + 1000));
+        cached.save(ctx, "t", &[slot.index]);
+        if who == "fail" {
+            return Err(ProcessError::Invalid("failed after booking".into()));
+        }
         ctx.emit(Output::new("out", "t", slot.index.to_string()));
         Ok(())
     }
@@ -109,4 +121,49 @@ fn a_cached_grid_is_rebuilt_when_the_store_moved_on_without_it() {
     assert_eq!(driver.outputs("out").len(), 8);
     let last = driver.outputs("out")[7].value.clone().unwrap();
     assert_eq!(last, b"7");
+}
+
+fn booker_driver() -> TestDriver<Booker> {
+    let spec = ProcessorSpec::new("booker", "dlq")
+        .input("in")
+        .store(GRID_STORE);
+    let booker = Booker {
+        ours: GridCache::default(),
+        other: GridCache::default(),
+    };
+    TestDriver::new(booker, spec, 1, 0)
+}
+
+fn slots_out(driver: &TestDriver<Booker>) -> Vec<String> {
+    driver
+        .outputs("out")
+        .iter()
+        .map(|p| String::from_utf8_lossy(p.value.as_deref().unwrap()).into_owned())
+        .collect()
+}
+
+#[test]
+fn a_booking_whose_writes_were_dropped_is_not_kept_by_the_cache() {
+    let mut driver = booker_driver();
+    for value in ["1", "fail:2", "3"] {
+        driver.pipe(Input::new("in", "t", value));
+    }
+    // Job 2's slot was never stored: job 3 gets it.
+    assert_eq!(slots_out(&driver), ["0", "1"]);
+    assert_eq!(driver.dead_letters().len(), 1);
+}
+
+/// The same change to the same stored grid, made by two writers (an
+/// instance whose transaction was dropped, and the instance that redid it
+/// with a later clock, so another slot), leaves two different versions: the
+/// first writer's cache must not pass for the store.
+#[test]
+fn the_same_change_by_two_writers_gives_two_versions() {
+    let mut driver = booker_driver();
+    for value in ["1", "fail:2@3", "other:2", "4"] {
+        driver.pipe(Input::new("in", "t", value));
+    }
+    // Job 2 is stored in slot 1, so job 4 gets slot 2 (a stale cache,
+    // with job 2 in slot 3, would hand out slot 1 twice).
+    assert_eq!(slots_out(&driver), ["0", "1", "2"]);
 }

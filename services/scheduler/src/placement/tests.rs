@@ -274,3 +274,12 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    /// The hand-written stamp reads exactly as chrono's format would.
+    #[test]
+    fn stamp_matches_chrono(seconds in -70_000_000_000i64..300_000_000_000, millis in 0u32..1000) {
+        let at = DateTime::from_timestamp(seconds, millis * 1_000_000).unwrap();
+        prop_assert_eq!(stamp(at), at.format("%Y-%m-%dT%H:%M:%SZ").to_string());
+    }
+}
