@@ -25,7 +25,7 @@ pub mod header {
     pub const DLQ_KIND: &str = "dlq-kind";
     /// A failed timer's name.
     pub const DLQ_TIMER_NAME: &str = "dlq-timer-name";
-    /// A failed timer's domain: `wall-clock` or `event-time`.
+    /// A failed timer's domain: `wall-clock`, `event-time` or `either`.
     pub const DLQ_TIMER_DOMAIN: &str = "dlq-timer-domain";
     /// When a failed timer was due, in ms since the epoch (decimal).
     pub const DLQ_TIMER_DUE_MS: &str = "dlq-timer-due-ms";
@@ -75,10 +75,30 @@ impl Headers {
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
+
+    /// Replaces every header with `headers`, reusing the buffers of the
+    /// ones there: the engine refills one record per input instead of
+    /// allocating a name and a value per header.
+    pub(crate) fn refill<'a>(&mut self, headers: impl Iterator<Item = (&'a str, &'a [u8])>) {
+        let mut count = 0;
+        for (name, value) in headers {
+            match self.0.get_mut(count) {
+                Some((n, v)) => {
+                    n.clear();
+                    n.push_str(name);
+                    v.clear();
+                    v.extend_from_slice(value);
+                }
+                None => self.0.push((name.to_string(), value.to_vec())),
+            }
+            count += 1;
+        }
+        self.0.truncate(count);
+    }
 }
 
 /// A consumed record: where it came from and what it holds.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Record {
     pub topic: String,
     pub partition: i32,
@@ -152,6 +172,11 @@ pub enum TimeDomain {
     EventTime,
     /// The wall clock. Fires even when the partition receives nothing.
     WallClock,
+    /// Whichever passes the due time first: the partition's stream time or
+    /// the wall clock. One timer, and one changelog record, for a deadline
+    /// that would otherwise be set in both domains. `Timer::due_ms` against
+    /// `Context::stream_time_ms` tells which clock fired it.
+    Either,
 }
 
 /// Names a timer: one timer per (name, key) and domain; setting it again moves it.

@@ -28,21 +28,23 @@ impl CommitPolicy {
 
 /// The next offset to consume per input partition, for the records handled
 /// in the open transaction (what `send_offsets_to_transaction` commits).
+/// Keyed by topic, then partition, so noting a record looks the topic up by
+/// `&str` and copies its name only the first time in a transaction.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct OffsetTracker {
-    next: BTreeMap<(String, i32), i64>,
+    next: BTreeMap<String, BTreeMap<i32, i64>>,
 }
 
 impl OffsetTracker {
     /// Notes that `offset` of `topic`/`partition` was handled.
     pub fn handled(&mut self, topic: &str, partition: i32, offset: i64) {
         let next = offset + 1;
-        match self.next.get_mut(&(topic.to_string(), partition)) {
-            Some(current) => *current = (*current).max(next),
-            None => {
-                self.next.insert((topic.to_string(), partition), next);
-            }
-        }
+        let partitions = match self.next.get_mut(topic) {
+            Some(partitions) => partitions,
+            None => self.next.entry(topic.to_string()).or_default(),
+        };
+        let current = partitions.entry(partition).or_insert(next);
+        *current = (*current).max(next);
     }
 
     pub fn is_empty(&self) -> bool {
@@ -50,12 +52,17 @@ impl OffsetTracker {
     }
 
     pub fn iter(&self) -> impl Iterator<Item = (&str, i32, i64)> {
-        self.next.iter().map(|((t, p), o)| (t.as_str(), *p, *o))
+        self.next
+            .iter()
+            .flat_map(|(t, ps)| ps.iter().map(move |(p, o)| (t.as_str(), *p, *o)))
     }
 
     /// Forgets the partitions whose number is in `partitions` (revoked).
     pub fn forget_partitions(&mut self, partitions: &[i32]) {
-        self.next.retain(|(_, p), _| !partitions.contains(p));
+        for offsets in self.next.values_mut() {
+            offsets.retain(|p, _| !partitions.contains(p));
+        }
+        self.next.retain(|_, offsets| !offsets.is_empty());
     }
 
     pub fn clear(&mut self) {

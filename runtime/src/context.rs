@@ -15,8 +15,9 @@ use crate::timers;
 /// What one `process` or `on_timer` call asked for.
 #[derive(Debug, Default)]
 pub(crate) struct Effects {
+    /// State writes, timers included (as writes to the timer store, which
+    /// the task indexes as it applies them).
     pub state: Vec<Change>,
-    pub timers: Vec<(TimerHandle, Option<i64>)>,
     pub outputs: Vec<Output>,
     pub effects: Vec<EffectRequest>,
     pub commit_requested: bool,
@@ -155,18 +156,17 @@ impl<'a> Context<'a> {
         due_ms: i64,
         payload: impl AsRef<[u8]>,
     ) -> TimerHandle {
-        let handle = TimerHandle {
-            domain,
-            name: name.to_string(),
-            key: key.into(),
-        };
+        let key = key.into();
         self.effects.state.push(Change {
             store: self.task.timer_store(),
-            key: timers::encode_handle(&handle),
+            key: timers::encode_key(domain, name, &key),
             value: Some(timers::encode_entry(due_ms, payload.as_ref())),
         });
-        self.effects.timers.push((handle.clone(), Some(due_ms)));
-        handle
+        TimerHandle {
+            domain,
+            name: name.to_string(),
+            key,
+        }
     }
 
     /// Cancels a timer; cancelling one that is not set does nothing.
@@ -176,20 +176,41 @@ impl<'a> Context<'a> {
             key: timers::encode_handle(handle),
             value: None,
         });
-        self.effects.timers.push((handle.clone(), None));
     }
 
     /// When a timer is due, if it is set (including this call's changes).
     pub fn timer_due(&self, handle: &TimerHandle) -> Option<i64> {
-        if let Some((_, due)) = self.effects.timers.iter().rev().find(|(h, _)| h == handle) {
-            return *due;
-        }
-        self.task.timer_due(handle)
+        self.timer_due_at(handle.domain, &handle.name, &handle.key)
+    }
+
+    /// `timer_due` without building a handle: the timer `name` for `key` in
+    /// `domain` (a processor that checks its timers on every record needs
+    /// no allocation for it).
+    pub fn timer_due_at(&self, domain: TimeDomain, name: &str, key: &[u8]) -> Option<i64> {
+        let store = self.task.timer_store();
+        timers::with_key(domain, name, key, |stored| {
+            let written = self
+                .effects
+                .state
+                .iter()
+                .rev()
+                .find(|c| c.store == store && c.key == stored);
+            match written {
+                Some(change) => change.value.as_deref().and_then(timers::entry_due),
+                None => self.task.timer_due(stored),
+            }
+        })
     }
 
     /// The latest value of `key` in the global table `topic`.
     pub fn global(&self, topic: &str, key: &[u8]) -> Option<&[u8]> {
         self.globals.get(topic, key)
+    }
+
+    /// How many records of the global table `topic` arrived so far: while
+    /// it is unchanged, what a processor derived from the table still holds.
+    pub fn global_version(&self, topic: &str) -> u64 {
+        self.globals.version(topic)
     }
 
     /// Every entry of the global table `topic`.

@@ -62,14 +62,16 @@ fn domain_name(domain: TimeDomain) -> &'static str {
     match domain {
         TimeDomain::WallClock => "wall-clock",
         TimeDomain::EventTime => "event-time",
+        TimeDomain::Either => "either",
     }
 }
 
 /// The timestamp a timer's consequences carry: its due time in event time
-/// (deterministic under replay), the wall clock otherwise.
+/// (deterministic under replay) and for a timer of either clock (the moment
+/// it stands for, whichever clock reached it), the wall clock otherwise.
 pub(crate) fn timer_timestamp(timer: &Timer, now_ms: i64) -> i64 {
     match timer.handle.domain {
-        TimeDomain::EventTime => timer.due_ms,
+        TimeDomain::EventTime | TimeDomain::Either => timer.due_ms,
         TimeDomain::WallClock => now_ms,
     }
 }

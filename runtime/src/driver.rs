@@ -262,7 +262,8 @@ impl<P: Processor> TestDriver<P> {
         self.tasks.clear();
         let changelog = std::mem::take(&mut self.changelog);
         for (partition, change) in &changelog {
-            self.task(*partition).restore(change.clone());
+            self.task(*partition)
+                .restore(change.store, &change.key, change.value.as_deref());
         }
         for task in self.tasks.values_mut() {
             task.rebuild_derived();

@@ -2,9 +2,7 @@
 //! the pure steps that run a processor over it. The Kafka engine and the
 //! test driver both drive tasks; only their I/O differs.
 
-use crate::api::{
-    Headers, Output, ProcessError, Processor, Record, TimeDomain, Timer, TimerHandle,
-};
+use crate::api::{Headers, Output, ProcessError, Processor, Record, TimeDomain, Timer};
 use crate::context::{inherit_headers, Context, Effects};
 use crate::dead_letter::timer_timestamp;
 use crate::effects::{EffectRequest, EffectResult};
@@ -65,36 +63,30 @@ impl Task {
         self.timers.len()
     }
 
-    pub fn timer_due(&self, handle: &TimerHandle) -> Option<i64> {
-        let entry = self
-            .stores
-            .get(self.timer_store, &timers::encode_handle(handle))?;
-        timers::decode_entry(entry).map(|(due, _)| due)
+    /// When the timer stored under `key` (its timer-store key) is due.
+    pub fn timer_due(&self, key: &[u8]) -> Option<i64> {
+        timers::entry_due(self.stores.get(self.timer_store, key)?)
     }
 
-    /// Applies a change read from a changelog during restore.
-    pub fn restore(&mut self, change: Change) {
-        self.stores.restore(change);
+    /// Applies a record read from a changelog during restore.
+    pub fn restore(&mut self, store: usize, key: &[u8], value: Option<&[u8]>) {
+        self.stores.restore(store, key, value);
+    }
+
+    /// Makes room for `additional` keys in `store` before a restore.
+    pub fn reserve(&mut self, store: usize, additional: usize) {
+        self.stores.reserve(store, additional);
     }
 
     /// Rebuilds what is derived from the stores (timer index, stream time);
     /// called after restore and after a rollback.
     pub fn rebuild_derived(&mut self) {
-        self.timers.clear();
-        self.stream_time_ms = i64::MIN;
-        for (key, value) in self.stores.iter(self.timer_store) {
-            if key.as_slice() == STREAM_TIME_KEY {
-                if let Ok(bytes) = <[u8; 8]>::try_from(value.as_slice()) {
-                    self.stream_time_ms = i64::from_be_bytes(bytes);
-                }
-                continue;
-            }
-            if let (Some(handle), Some((due, _))) =
-                (timers::decode_handle(key), timers::decode_entry(value))
-            {
-                self.timers.set(handle, due);
-            }
-        }
+        self.stream_time_ms = self
+            .stores
+            .get(self.timer_store, STREAM_TIME_KEY)
+            .and_then(|value| <[u8; 8]>::try_from(value).ok())
+            .map_or(i64::MIN, i64::from_be_bytes);
+        self.timers.rebuild(self.stores.iter(self.timer_store));
     }
 
     pub fn pending_changes(&self) -> Vec<Change> {
@@ -122,13 +114,17 @@ impl Task {
         timestamp_ms: i64,
     ) -> StepResult {
         for change in effects.state {
-            self.stores.apply(change);
-        }
-        for (handle, due) in effects.timers {
-            match due {
-                Some(due) => self.timers.set(handle, due),
-                None => self.timers.remove(&handle),
+            if change.store != self.timer_store {
+                self.stores.apply(change);
+                continue;
             }
+            // A timer-store write moves the timer in the index: from the due
+            // time stored now to the one written (none: cancelled).
+            let Change { store, key, value } = change;
+            let old = self.timer_due(&key);
+            let new = value.as_deref().and_then(timers::entry_due);
+            let key = self.timers.update(key, old, new);
+            self.stores.apply(Change { store, key, value });
         }
         let mut outputs = effects.outputs;
         for output in &mut outputs {
@@ -153,11 +149,11 @@ impl Task {
     ) -> StepResult {
         if record.timestamp_ms > self.stream_time_ms {
             self.stream_time_ms = record.timestamp_ms;
-            self.stores.apply(Change {
-                store: self.timer_store,
-                key: STREAM_TIME_KEY.to_vec(),
-                value: Some(record.timestamp_ms.to_be_bytes().to_vec()),
-            });
+            self.stores.overwrite(
+                self.timer_store,
+                STREAM_TIME_KEY,
+                &record.timestamp_ms.to_be_bytes(),
+            );
         }
         let mut ctx = Context::new(
             self,
@@ -184,16 +180,15 @@ impl Task {
         let event = self
             .timers
             .first_due(TimeDomain::EventTime, self.stream_time_ms);
-        let (_, handle) = match (wall, event) {
-            (Some(w), Some(e)) => std::cmp::min(w, e),
+        // On a tie the event-time timer goes first, as handles order.
+        let (_, key) = match (wall, event) {
+            (Some(w), Some(e)) if w.0 < e.0 => w,
+            (_, Some(e)) => e,
             (Some(w), None) => w,
-            (None, Some(e)) => e,
             (None, None) => return None,
         };
-        let entry = self
-            .stores
-            .get(self.timer_store, &timers::encode_handle(&handle))?;
-        timers::timer_from_entry(handle, entry)
+        let entry = self.stores.get(self.timer_store, key)?;
+        timers::timer_from_entry(key, entry)
     }
 
     /// Hands an effect's result to the processor.
@@ -249,7 +244,6 @@ impl Task {
                     key: timers::encode_handle(&timer.handle),
                     value: None,
                 });
-                removal.timers.push((timer.handle.clone(), None));
                 let mut result = self.apply(removal, None, timestamp_ms);
                 result.error = Some(error);
                 result

@@ -1,5 +1,5 @@
-//! The runtime's semantics on the in-memory driver: state, timers in both
-//! domains, dead letters, header inheritance and restore after a restart.
+//! The runtime's semantics on the in-memory driver: state, timers in each
+//! domain, dead letters, header inheritance and restore after a restart.
 
 use callstream_runtime::testkit::{decode_count, CountingProcessor, COUNTS_STORE};
 use callstream_runtime::{
@@ -99,8 +99,9 @@ fn outputs_inherit_causation_and_correlation() {
     assert_eq!(out[1].headers.get_str(header::CORRELATION_ID), Some("c-0"));
 }
 
-/// Sets a timer per record (`wall:<delay ms>` or `event:<delay ms>`) and
-/// emits the key when it fires; `cancel` cancels the key's wall timer.
+/// Sets a timer per record (`wall:<delay ms>`, `event:<delay ms>` or
+/// `either:<delay ms>`, the last two from the record's timestamp) and emits
+/// the key when it fires; `cancel` cancels the key's wall timer.
 struct Reminder;
 
 impl Processor for Reminder {
@@ -136,6 +137,18 @@ impl Processor for Reminder {
                     key.clone(),
                     record.timestamp_ms + ms,
                     b"e",
+                );
+            }
+            Some(("either", ms)) => {
+                let ms: i64 = ms
+                    .parse()
+                    .map_err(|_| ProcessError::Invalid(value.clone()))?;
+                ctx.set_timer(
+                    TimeDomain::Either,
+                    "remind",
+                    key.clone(),
+                    record.timestamp_ms + ms,
+                    b"x",
                 );
             }
             _ if value == "cancel" => ctx.cancel_timer(&handle(TimeDomain::WallClock)),
@@ -222,6 +235,32 @@ fn timers_survive_a_restart_and_fire_when_due_after_it() {
     // Stream time was restored too: a later record on b's partition fires b's timer.
     driver.pipe(Input::new("in", "b", "noop").at(START + 500));
     assert_eq!(driver.outputs("fired").len(), 2);
+}
+
+#[test]
+fn a_timer_of_either_clock_fires_once_on_whichever_passes_it_first() {
+    let mut driver = reminder_driver();
+    // Stream time first: a later record passes the deadline before the wall clock does.
+    driver.pipe(Input::new("in", "a", "either:1000").at(START + 5_000));
+    driver.pipe(Input::new("in", "a", "noop").at(START + 6_000));
+    assert_eq!(driver.outputs("fired").len(), 1);
+    driver.advance_wall_clock_ms(60_000);
+    assert_eq!(
+        driver.outputs("fired").len(),
+        1,
+        "fired once, not again by the wall clock"
+    );
+    // The wall clock first: nothing else arrives on the partition.
+    let now = callstream_runtime::Clock::now_ms(driver.clock());
+    driver.pipe(Input::new("in", "b", "either:1000").at(now));
+    assert_eq!(driver.open_timers(), 1);
+    driver.restart();
+    assert_eq!(driver.open_timers(), 1, "one timer, restored once");
+    driver.advance_wall_clock_ms(999);
+    assert_eq!(driver.outputs("fired").len(), 1);
+    driver.advance_wall_clock_ms(1);
+    assert_eq!(driver.outputs("fired").len(), 2);
+    assert_eq!(driver.open_timers(), 0);
 }
 
 /// Asks for one effect per record (unless the global table `control` says

@@ -237,7 +237,7 @@ impl Core {
     pub fn handle<P: Processor + ?Sized>(
         &mut self,
         processor: &mut P,
-        record: Record,
+        record: &Record,
         now_ms: i64,
     ) {
         let partition = record.partition;
@@ -252,21 +252,20 @@ impl Core {
         if !self.begin() {
             return;
         }
-        let stores = self.spec.stores.clone();
         let Some(task) = self.tasks.get_mut(&partition) else {
             return;
         };
-        let result = task.process(processor, &self.globals, &stores, &record, now_ms);
+        // Fields borrowed apart: no copy of the store names per record.
+        let result = task.process(processor, &self.globals, &self.spec.stores, record, now_ms);
         self.config.metrics.records_in.inc();
         self.offsets
             .handled(&record.topic, partition, record.offset);
         self.txn_records += 1;
-        self.emit(result, &Cause::Record(&record));
+        self.emit(result, &Cause::Record(record));
     }
 
     /// Fires due timers (either domain) inside the open transaction.
     pub fn fire_timers<P: Processor + ?Sized>(&mut self, processor: &mut P, now_ms: i64) {
-        let stores = self.spec.stores.clone();
         let partitions: Vec<i32> = self.tasks.keys().copied().collect();
         let mut fired = 0;
         for partition in partitions {
@@ -284,7 +283,7 @@ impl Core {
                 let Some(task) = self.tasks.get_mut(&partition) else {
                     break;
                 };
-                let result = task.fire(processor, &self.globals, &stores, &timer, now_ms);
+                let result = task.fire(processor, &self.globals, &self.spec.stores, &timer, now_ms);
                 fired += 1;
                 let cause = Cause::Timer {
                     timer: &timer,
@@ -316,11 +315,11 @@ impl Core {
         if !self.begin() {
             return;
         }
-        let stores = self.spec.stores.clone();
         let Some(task) = self.tasks.get_mut(&result.request.partition) else {
             return;
         };
-        let step = task.complete_effect(processor, &self.globals, &stores, &result, now_ms);
+        let step =
+            task.complete_effect(processor, &self.globals, &self.spec.stores, &result, now_ms);
         let cause = Cause::Effect {
             result: &result,
             now_ms,

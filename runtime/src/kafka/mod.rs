@@ -19,7 +19,7 @@ use rdkafka::message::{Headers as _, Message};
 use rdkafka::producer::{Producer, ThreadedProducer};
 use tracing::{error, info, warn};
 
-use crate::api::{Headers, Processor, Record};
+use crate::api::{Processor, Record};
 use crate::clock::{Clock, SystemClock};
 use crate::commit::CommitPolicy;
 use crate::effects::{EffectHandler, EffectRequest, EffectResult};
@@ -310,6 +310,8 @@ fn event_loop<P: Processor>(processor: &mut P, parts: &LoopParts<'_>) -> Result<
         config,
         app_id,
     } = *parts;
+    // One record, refilled for every input: its buffers are reused.
+    let mut record = Record::default();
     while !config.shutdown.load(Ordering::SeqCst) {
         // One span per turn of the loop (a batch and the commit it may end
         // with), so every log line carries the processor's name.
@@ -349,8 +351,8 @@ fn event_loop<P: Processor>(processor: &mut P, parts: &LoopParts<'_>) -> Result<
                     break;
                 }
                 Some(Ok(message)) => {
-                    let record = to_record(&message);
-                    lock(core).handle(processor, record, config.clock.now_ms());
+                    fill_record(&message, &mut record);
+                    lock(core).handle(processor, &record, config.clock.now_ms());
                 }
             }
             wait = Duration::ZERO;
@@ -367,20 +369,33 @@ fn event_loop<P: Processor>(processor: &mut P, parts: &LoopParts<'_>) -> Result<
     Ok(())
 }
 
-fn to_record<M: Message>(message: &M) -> Record {
-    let mut headers = Headers::new();
-    if let Some(kafka_headers) = message.headers() {
-        for header in kafka_headers.iter() {
-            headers.append(header.key, header.value.unwrap_or_default().to_vec());
+/// Copies `message` into `record`, reusing the record's buffers (a topic
+/// name, key, value and headers per input were most of the engine's
+/// allocations).
+fn fill_record<M: Message>(message: &M, record: &mut Record) {
+    let headers = message.headers();
+    let headers = headers
+        .iter()
+        .flat_map(|h| h.iter())
+        .map(|h| (h.key, h.value.unwrap_or_default()));
+    record.headers.refill(headers);
+    record.topic.clear();
+    record.topic.push_str(message.topic());
+    record.partition = message.partition();
+    record.offset = message.offset();
+    record.timestamp_ms = message.timestamp().to_millis().unwrap_or_default();
+    refill_bytes(&mut record.key, message.key());
+    refill_bytes(&mut record.value, message.payload());
+}
+
+fn refill_bytes(buffer: &mut Option<Vec<u8>>, bytes: Option<&[u8]>) {
+    match (buffer.as_mut(), bytes) {
+        (Some(buffer), Some(bytes)) => {
+            buffer.clear();
+            buffer.extend_from_slice(bytes);
         }
-    }
-    Record {
-        topic: message.topic().to_string(),
-        partition: message.partition(),
-        offset: message.offset(),
-        timestamp_ms: message.timestamp().to_millis().unwrap_or_default(),
-        key: message.key().map(<[u8]>::to_vec),
-        value: message.payload().map(<[u8]>::to_vec),
-        headers,
+        (None, Some(bytes)) => *buffer = Some(bytes.to_vec()),
+        // Kept as an empty buffer would read as an empty key: it must be `None`.
+        (_, None) => *buffer = None,
     }
 }

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
 use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::error::KafkaError;
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{BorrowedMessage, Message};
 use rdkafka::{Offset, TopicPartitionList};
 use tracing::info;
@@ -16,16 +16,28 @@ use crate::error::RuntimeError;
 use crate::globals::Globals;
 use crate::kafka::RuntimeConfig;
 use crate::spec::ProcessorSpec;
-use crate::store::Change;
+use crate::store::FastMap;
 use crate::task::Task;
 
 /// Restore reads to the end of each partition on purpose; the
 /// end-of-partition events it asks for are not errors worth logging.
 pub(crate) struct RestoreContext;
 
+/// Whether `error` is the end of a partition. librdkafka reports it as an
+/// error event, which rust-rdkafka hands to the context as a *global*
+/// error before `poll` returns it as `PartitionEOF`.
+fn is_partition_eof(error: &KafkaError) -> bool {
+    matches!(
+        error,
+        KafkaError::PartitionEOF(_) | KafkaError::Global(RDKafkaErrorCode::PartitionEOF)
+    )
+}
+
 impl rdkafka::ClientContext for RestoreContext {
     fn error(&self, error: KafkaError, reason: &str) {
-        if !matches!(error, KafkaError::PartitionEOF(_)) {
+        if is_partition_eof(&error) {
+            tracing::trace!(reason, "restore consumer reached the end of a partition");
+        } else {
             tracing::error!(%error, reason, "restore consumer error");
         }
     }
@@ -71,45 +83,92 @@ fn restore_consumer(config: &RuntimeConfig, group: &str) -> Result<RestoreConsum
     consumer_config.create_with_context(RestoreContext)
 }
 
-/// What `read_to_end` read: the record count, and the end offset each
-/// partition had when the read began.
-struct ReadToEnd {
-    records: u64,
-    ends: Vec<((String, i32), i64)>,
+/// One partition to read: its topic (an index into the read's topics) and
+/// the offsets it held when the read was planned.
+#[derive(Debug, Clone, Copy)]
+struct Span {
+    topic: usize,
+    partition: i32,
+    low: i64,
+    high: i64,
 }
 
-/// Assigns the non-empty partitions among `partitions` from the beginning
-/// and hands every record to `on_message` until each reached the end it had
-/// when the read began.
+impl Span {
+    /// Offsets in the partition, an upper bound of its records.
+    fn records(&self) -> u64 {
+        u64::try_from(self.high - self.low).unwrap_or(0)
+    }
+}
+
+/// The watermarks of every partition to read.
+fn plan(
+    consumer: &RestoreConsumer,
+    topics: &[String],
+    partitions: &[(usize, i32)],
+) -> Result<Vec<Span>, KafkaError> {
+    partitions
+        .iter()
+        .map(|&(topic, partition)| {
+            let (low, high) = watermarks(consumer, &topics[topic], partition)?;
+            Ok(Span {
+                topic,
+                partition,
+                low,
+                high,
+            })
+        })
+        .collect()
+}
+
+/// Finds a message's topic among `topics` without allocating; consecutive
+/// messages mostly share a topic, so the last match is compared first.
+struct TopicLookup<'a> {
+    topics: &'a [String],
+    last: usize,
+}
+
+impl TopicLookup<'_> {
+    fn index(&mut self, topic: &str) -> Option<usize> {
+        if self.topics.get(self.last).is_some_and(|t| t == topic) {
+            return Some(self.last);
+        }
+        self.last = self.topics.iter().position(|t| t == topic)?;
+        Some(self.last)
+    }
+}
+
+/// Assigns the non-empty spans from the beginning and hands every record to
+/// `on_message(topic index, message)` until each span reached the end it had
+/// when the read was planned. Returns the number of records read.
 fn read_to_end(
     consumer: &RestoreConsumer,
-    partitions: &[(String, i32)],
+    topics: &[String],
+    spans: &[Span],
     what: &str,
-    mut on_message: impl FnMut(&BorrowedMessage<'_>),
-) -> Result<ReadToEnd, KafkaError> {
-    let mut remaining: HashMap<(String, i32), i64> = HashMap::new();
-    let mut ends = Vec::new();
+    mut on_message: impl FnMut(usize, &BorrowedMessage<'_>),
+) -> Result<u64, KafkaError> {
+    let mut remaining: FastMap<(usize, i32), i64> = FastMap::default();
     let mut assignment = TopicPartitionList::new();
-    for (topic, partition) in partitions {
-        let (low, high) = watermarks(consumer, topic, *partition)?;
-        ends.push(((topic.clone(), *partition), high));
-        if high > low {
-            remaining.insert((topic.clone(), *partition), high);
-            assignment.add_partition_offset(topic, *partition, Offset::Beginning)?;
-        }
+    for span in spans.iter().filter(|s| s.high > s.low) {
+        remaining.insert((span.topic, span.partition), span.high);
+        assignment.add_partition_offset(&topics[span.topic], span.partition, Offset::Beginning)?;
     }
     if remaining.is_empty() {
-        return Ok(ReadToEnd { records: 0, ends });
+        return Ok(0);
     }
     consumer.assign(&assignment)?;
+    let mut lookup = TopicLookup { topics, last: 0 };
     let mut read: u64 = 0;
     let mut last_report = Instant::now();
     while !remaining.is_empty() {
         match consumer.poll(Duration::from_millis(200)) {
             Some(Ok(message)) => {
-                on_message(&message);
+                let Some(topic) = lookup.index(message.topic()) else {
+                    continue;
+                };
+                on_message(topic, &message);
                 read += 1;
-                let key = (message.topic().to_string(), message.partition());
+                let key = (topic, message.partition());
                 if remaining
                     .get(&key)
                     .is_some_and(|end| message.offset() + 1 >= *end)
@@ -121,7 +180,10 @@ fn read_to_end(
             // position, not the last record, says when a partition is done.
             Some(Err(KafkaError::PartitionEOF(_))) | None => {
                 for element in consumer.position()?.elements() {
-                    let key = (element.topic().to_string(), element.partition());
+                    let Some(topic) = lookup.index(element.topic()) else {
+                        continue;
+                    };
+                    let key = (topic, element.partition());
                     if let (Offset::Offset(position), Some(end)) =
                         (element.offset(), remaining.get(&key))
                     {
@@ -139,11 +201,13 @@ fn read_to_end(
         }
     }
     consumer.unassign()?;
-    Ok(ReadToEnd {
-        records: read,
-        ends,
-    })
+    Ok(read)
 }
+
+/// Most keys reserved in one store of one task before a restore: the
+/// changelog's offset count bounds its keys, but an uncompacted changelog
+/// holds many records per key, and memory reserved for nothing stays.
+const MAX_RESERVE: u64 = 1 << 18;
 
 pub(crate) struct Restorer {
     consumer: RestoreConsumer,
@@ -176,38 +240,42 @@ impl Restorer {
         }
     }
 
-    /// Rebuilds the tasks of `partitions` from their changelogs.
+    /// Rebuilds the tasks of `partitions` from their changelogs. Each record
+    /// is copied once, from librdkafka's buffer into the store (a key seen
+    /// before reuses its buffer), and no handle is decoded: the timer index
+    /// is built in bulk from the timer store at the end.
     pub fn restore(&self, partitions: &[i32]) -> Result<BTreeMap<i32, Task>, RuntimeError> {
         let started = Instant::now();
         let mut tasks: BTreeMap<i32, Task> = partitions
             .iter()
             .map(|p| (*p, Task::new(*p, self.user_stores)))
             .collect();
-        let index_of: HashMap<&str, usize> = self
-            .topics
-            .iter()
-            .enumerate()
-            .map(|(i, t)| (t.as_str(), i))
+        // Store index = topic index: `topics` is in store order.
+        let changelogs: Vec<(usize, i32)> = (0..self.topics.len())
+            .flat_map(|store| partitions.iter().map(move |p| (store, *p)))
             .collect();
-        let changelogs: Vec<(String, i32)> = self
-            .topics
-            .iter()
-            .flat_map(|t| partitions.iter().map(move |p| (t.clone(), *p)))
-            .collect();
-        let restored = read_to_end(&self.consumer, &changelogs, &self.app_id, |message| {
-            let (Some(&store), Some(key)) = (index_of.get(message.topic()), message.key()) else {
-                return;
-            };
-            if let Some(task) = tasks.get_mut(&message.partition()) {
-                task.restore(Change {
-                    store,
-                    key: key.to_vec(),
-                    value: message.payload().map(<[u8]>::to_vec),
-                });
+        let spans = plan(&self.consumer, &self.topics, &changelogs).map_err(|e| self.error(e))?;
+        for span in &spans {
+            if let Some(task) = tasks.get_mut(&span.partition) {
+                let reserve = span.records().min(MAX_RESERVE);
+                task.reserve(span.topic, usize::try_from(reserve).unwrap_or(0));
             }
-        })
-        .map_err(|e| self.error(e))?
-        .records;
+        }
+        let restored = read_to_end(
+            &self.consumer,
+            &self.topics,
+            &spans,
+            &self.app_id,
+            |store, message| {
+                let Some(key) = message.key() else {
+                    return;
+                };
+                if let Some(task) = tasks.get_mut(&message.partition()) {
+                    task.restore(store, key, message.payload());
+                }
+            },
+        )
+        .map_err(|e| self.error(e))?;
         for task in tasks.values_mut() {
             task.rebuild_derived();
         }
@@ -241,15 +309,17 @@ impl GlobalReader {
         };
         let consumer =
             restore_consumer(config, &format!("{}-globals", spec.app_id)).map_err(error)?;
-        let partitions: Vec<(String, i32)> = spec
-            .global_tables
+        let tables = &spec.global_tables;
+        let partitions: Vec<(usize, i32)> = tables
             .iter()
-            .flat_map(|t| {
+            .enumerate()
+            .flat_map(|(index, t)| {
                 let count = partition_counts.get(t).copied().unwrap_or(0);
-                (0..count).map(move |p| (t.clone(), p))
+                (0..count).map(move |p| (index, p))
             })
             .collect();
-        let read = read_to_end(&consumer, &partitions, "global tables", |message| {
+        let spans = plan(&consumer, tables, &partitions).map_err(error)?;
+        let read = read_to_end(&consumer, tables, &spans, "global tables", |_, message| {
             if let Some(key) = message.key() {
                 globals.apply(
                     message.topic(),
@@ -259,13 +329,17 @@ impl GlobalReader {
             }
         })
         .map_err(error)?;
-        info!(app = %spec.app_id, tables = ?spec.global_tables, read = read.records, "global tables loaded");
+        info!(app = %spec.app_id, tables = ?spec.global_tables, read, "global tables loaded");
         // Follow from the ends the bootstrap read to; records it read past
         // them come again in order, which leaves the same latest values.
         let mut follow = TopicPartitionList::new();
-        for ((topic, partition), end) in &read.ends {
+        for span in &spans {
             follow
-                .add_partition_offset(topic, *partition, Offset::Offset(*end))
+                .add_partition_offset(
+                    &tables[span.topic],
+                    span.partition,
+                    Offset::Offset(span.high),
+                )
                 .map_err(error)?;
         }
         consumer.assign(&follow).map_err(error)?;

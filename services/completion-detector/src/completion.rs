@@ -4,12 +4,27 @@
 //! normaliser), exactly as the contact processor, recovery and the
 //! projections do; a status it cannot map is not final and closes nothing.
 
+use callstream_domain::normaliser::event_outcome;
 use callstream_schemas::{CallEvent, CallOutcome};
 
 /// The final outcome of a completion, `None` for a call still going (or a
 /// status nobody can map).
 pub fn final_outcome(event: &CallEvent) -> Option<CallOutcome> {
     Some(event.mapped_outcome()).filter(|o| o.is_final())
+}
+
+/// `final_outcome` from the fields it reads, for an event the detector did
+/// not build whole (`CallEvent::mapped_outcome` asks the same normaliser).
+pub fn final_outcome_of(
+    provider: &str,
+    provider_status: &str,
+    answered_by: Option<&str>,
+    stated: CallOutcome,
+) -> Option<CallOutcome> {
+    event_outcome(provider, provider_status, answered_by, stated.to_domain())
+        .ok()
+        .map(CallOutcome::from)
+        .filter(|o| o.is_final())
 }
 
 #[cfg(test)]
@@ -65,6 +80,8 @@ mod tests {
         for (provider, status, by, stated, expected) in cases {
             let got = final_outcome(&event(provider, status, by, stated));
             assert_eq!(got, expected, "{provider} {status:?}");
+            let by_fields = final_outcome_of(provider, status, by, stated);
+            assert_eq!(by_fields, expected, "{provider} {status:?} by fields");
         }
     }
 }

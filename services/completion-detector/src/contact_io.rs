@@ -1,7 +1,7 @@
 //! One contact's turn: load its join state, let time pass, apply the input,
 //! let time pass again (a completion arriving after the deadline is late
 //! even if the timer has not fired yet), write the records the join decided,
-//! store the state and move the contact's two timers to its next due item.
+//! store the state and move the contact's timer to its next due item.
 
 use callstream_runtime::{Context, ProcessError, TimeDomain, TimerHandle};
 use callstream_schemas::{CallEventSource, ExceptionStatus};
@@ -11,61 +11,79 @@ use crate::join::JoinEvent;
 use crate::processor::{Detector, CONTACTS_STORE, CONTACT_TIMER};
 use crate::state::ContactWindows;
 
-const DOMAINS: [TimeDomain; 2] = [TimeDomain::EventTime, TimeDomain::WallClock];
+/// The one-clock timers of a name: what versions before `TimeDomain::Either`
+/// set for every deadline, and what `Detector::defer` sets while a backlog
+/// is consumed.
+const ONE_CLOCK: [TimeDomain; 2] = [TimeDomain::EventTime, TimeDomain::WallClock];
 
-/// Sets timer `name` for `key` in both domains at `due`, or cancels both;
-/// a timer already due then is left alone (no changelog write).
-pub(crate) fn arm_both(ctx: &mut Context<'_>, name: &str, key: &[u8], due: Option<i64>) {
-    for domain in DOMAINS {
-        let handle = TimerHandle {
-            domain,
-            name: name.to_string(),
-            key: key.to_vec(),
-        };
-        match due {
-            Some(due) if ctx.timer_due(&handle) != Some(due) => {
-                ctx.set_timer(domain, name, key.to_vec(), due, []);
-            }
-            Some(_) => {}
-            None => {
-                if ctx.timer_due(&handle).is_some() {
-                    ctx.cancel_timer(&handle);
-                }
-            }
+fn cancel(ctx: &mut Context<'_>, domain: TimeDomain, name: &str, key: &[u8]) {
+    ctx.cancel_timer(&TimerHandle {
+        domain,
+        name: name.to_string(),
+        key: key.to_vec(),
+    });
+}
+
+/// Sets timer `name` for `key` at `due` on either clock (stream time or the
+/// wall clock, whichever passes it first: one timer, one changelog record),
+/// or cancels it; a timer already due then is left alone (no changelog
+/// write). A pair of one-clock timers left under the name (state restored
+/// from an older version, or a deferral) is cancelled on the way.
+pub(crate) fn arm(ctx: &mut Context<'_>, name: &str, key: &[u8], due: Option<i64>) {
+    let current = ctx.timer_due_at(TimeDomain::Either, name, key);
+    match due {
+        Some(due) if current != Some(due) => {
+            ctx.set_timer(TimeDomain::Either, name, key.to_vec(), due, []);
+        }
+        None if current.is_some() => cancel(ctx, TimeDomain::Either, name, key),
+        _ => {}
+    }
+    for domain in ONE_CLOCK {
+        if ctx.timer_due_at(domain, name, key).is_some() {
+            cancel(ctx, domain, name, key);
         }
     }
 }
 
 impl Detector {
+    /// One contact's turn. The state is written only when its encoding
+    /// changed (compared as bytes: cheaper than keeping a copy of the
+    /// decoded state to compare with).
     pub(crate) fn with_contact(
         &mut self,
         ctx: &mut Context<'_>,
         key: &[u8],
         apply: impl FnOnce(&mut ContactWindows, i64) -> Vec<JoinEvent>,
     ) -> Result<(), ProcessError> {
-        let mut state = match ctx.get(CONTACTS_STORE, key) {
+        let stored = ctx.get(CONTACTS_STORE, key);
+        let existed = stored.is_some();
+        let mut state = match stored {
             Some(bytes) => ContactWindows::decode(bytes)
                 .map_err(|e| ProcessError::Invalid(format!("corrupt contact state: {e}")))?,
             None => ContactWindows::default(),
         };
-        let before = state.clone();
         let clocks = self.clocks(ctx);
         let mut events = state.advance(clocks, &self.join);
         events.extend(apply(&mut state, clocks.now_ms));
         events.extend(state.advance(clocks, &self.join));
 
-        let contact_id = String::from_utf8_lossy(key).into_owned();
-        for event in &events {
-            self.emit_join_event(ctx, &contact_id, event, clocks.now_ms);
-        }
-        if state != before {
-            if state.is_empty() {
-                ctx.delete(CONTACTS_STORE, key.to_vec());
-            } else {
-                ctx.put(CONTACTS_STORE, key.to_vec(), state.encode());
+        if !events.is_empty() {
+            let contact_id = String::from_utf8_lossy(key);
+            for event in &events {
+                self.emit_join_event(ctx, &contact_id, event, clocks.now_ms);
             }
         }
-        arm_both(ctx, CONTACT_TIMER, key, state.next_due(&self.join));
+        if state.is_empty() {
+            if existed {
+                ctx.delete(CONTACTS_STORE, key.to_vec());
+            }
+        } else {
+            let encoded = state.encode();
+            if ctx.get(CONTACTS_STORE, key) != Some(encoded.as_slice()) {
+                ctx.put(CONTACTS_STORE, key.to_vec(), encoded);
+            }
+        }
+        arm(ctx, CONTACT_TIMER, key, state.next_due(&self.join));
         Ok(())
     }
 

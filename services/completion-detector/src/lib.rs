@@ -21,6 +21,7 @@ pub mod config;
 mod contact_io;
 pub mod emit;
 pub mod ids;
+mod inputs;
 pub mod join;
 pub mod monitor;
 mod monitor_io;
@@ -28,6 +29,7 @@ mod processor;
 pub mod state;
 pub mod testkit;
 pub mod window;
+mod wire;
 
 use callstream_platform::topics::{self, Topics};
 use callstream_runtime::ProcessorSpec;

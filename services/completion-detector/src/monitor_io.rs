@@ -5,7 +5,7 @@
 use callstream_runtime::{Context, Output, ProcessError, Record};
 use callstream_schemas::AlertStatus;
 
-use crate::contact_io::arm_both;
+use crate::contact_io::arm;
 use crate::emit::{self, AlertFacts};
 use crate::monitor::{
     bucket_key, bucket_start, evaluate, parse_bucket_key, Aggregate, AlertChange, AlertState,
@@ -55,7 +55,7 @@ impl Detector {
                     // (a replayed dispatcher backlog) would only skew it.
                     return;
                 }
-                arm_both(ctx, BUCKET_TIMER, &key, Some(close_at_ms));
+                arm(ctx, BUCKET_TIMER, &key, Some(close_at_ms));
                 BucketCounts {
                     close_at_ms,
                     ..BucketCounts::default()
@@ -82,7 +82,7 @@ impl Detector {
         ctx: &mut Context<'_>,
         key: &[u8],
     ) -> Result<(), ProcessError> {
-        arm_both(ctx, BUCKET_TIMER, key, None);
+        arm(ctx, BUCKET_TIMER, key, None);
         let Some(counts) = Self::load_counts(ctx, key)? else {
             return Ok(());
         };
@@ -138,7 +138,7 @@ impl Detector {
                 ..Aggregate::default()
             });
         if aggregate.add(&partial) {
-            arm_both(ctx, AGGREGATE_TIMER, &key, Some(aggregate.evaluate_at_ms));
+            arm(ctx, AGGREGATE_TIMER, &key, Some(aggregate.evaluate_at_ms));
             ctx.put_json(AGGREGATES_STORE, key, &aggregate)
                 .map_err(|e| corrupt("aggregate", e))?;
         }
@@ -151,7 +151,7 @@ impl Detector {
         ctx: &mut Context<'_>,
         key: &[u8],
     ) -> Result<(), ProcessError> {
-        arm_both(ctx, AGGREGATE_TIMER, key, None);
+        arm(ctx, AGGREGATE_TIMER, key, None);
         let Some(aggregate) = ctx
             .get_json::<Aggregate>(AGGREGATES_STORE, key)
             .map_err(|e| corrupt("aggregate", e))?

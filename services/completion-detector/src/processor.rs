@@ -2,21 +2,24 @@
 //! the record's contact (or a stage of the delivery monitor), and turns what
 //! happened into records, state and timers, all in the record's transaction.
 //!
-//! Clocks: every deadline is a durable timer in both domains, so it fires
-//! when stream time passes it (deterministic, replay-safe) or when the wall
-//! clock does (a quiet partition emits on time), whichever is first. One
+//! Clocks: every deadline is one durable timer of either clock
+//! (`TimeDomain::Either`), so it fires when stream time passes it
+//! (deterministic, replay-safe) or when the wall clock does (a quiet
+//! partition emits on time), whichever is first. One
 //! exception keeps restarts honest: while a partition is consuming a
 //! backlog (stream time more than `lag_tolerance` behind the wall clock),
 //! wall-clock deadlines wait for stream time, so completions that are merely
 //! still in the backlog are not reported missing.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use callstream_platform::topics;
 use callstream_runtime::{Context, ProcessError, Processor, Record, TimeDomain, Timer};
-use callstream_schemas::{CallEvent, CallLaunch, Event, LaunchStatus};
+use callstream_schemas::LaunchStatus;
 
 use crate::config::DetectorConfig;
+use crate::inputs::Inputs;
 use crate::join::{Clocks, JoinSettings};
 use crate::monitor::MonitorSettings;
 use crate::state::{Completion, Launch};
@@ -32,7 +35,7 @@ pub const AGGREGATES_STORE: &str = "aggregates";
 /// Store of alert states, per tenant.
 pub const ALERTS_STORE: &str = "alerts";
 
-/// Timer of a contact's next due item (key: the contact).
+/// Timer of a contact's next due item (key: the contact), on either clock.
 pub(crate) const CONTACT_TIMER: &str = "w";
 /// Timer closing a partition's bucket (key: bucket key).
 pub(crate) const BUCKET_TIMER: &str = "b";
@@ -61,6 +64,8 @@ pub struct Detector {
     pub(crate) join: JoinSettings,
     pub(crate) monitor: MonitorSettings,
     pub(crate) windows: Windows,
+    /// Readers of the two inputs (fast for the current schemas).
+    inputs: Inputs,
     /// Wall time of the last record handled, per partition (not state: a
     /// restarted instance starts out "quiet" until its first batch).
     activity: HashMap<i32, i64>,
@@ -96,6 +101,7 @@ impl Detector {
             join,
             monitor,
             windows,
+            inputs: Inputs::default(),
             activity: HashMap::new(),
         }
     }
@@ -129,7 +135,10 @@ impl Detector {
 
     fn on_launch(&mut self, ctx: &mut Context<'_>, record: &Record) -> Result<(), ProcessError> {
         let value = record.value.as_deref().unwrap_or_default();
-        let launch = CallLaunch::decode(value).map_err(|e| ProcessError::Decode(e.to_string()))?;
+        let launch = self
+            .inputs
+            .launch(value)
+            .map_err(|e| ProcessError::Decode(e.to_string()))?;
         // Failed, ambiguous and shadow launches placed no call (an ambiguous
         // one comes back as accepted once reconciled).
         if launch.status != LaunchStatus::Accepted {
@@ -141,42 +150,53 @@ impl Detector {
             Some(&launch.campaign_id),
             self.default_window(),
         );
+        let key = contact_key(record, &launch.contact_id);
         let accepted = Launch {
             launch_id: launch.launch_id,
             job_id: launch.job_id,
             event_id: launch.event_id,
             correlation_id: launch.correlation_id,
-            tenant_id: launch.tenant_id,
-            campaign_id: launch.campaign_id,
-            provider: launch.provider,
-            provider_call_id: launch.provider_call_id.unwrap_or_default(),
-            accepted_at_ms: launch.occurred_at.timestamp_millis(),
+            tenant_id: launch.tenant_id.into_owned(),
+            campaign_id: launch.campaign_id.into_owned(),
+            provider: launch.provider.into_owned(),
+            provider_call_id: launch
+                .provider_call_id
+                .map(Cow::into_owned)
+                .unwrap_or_default(),
+            accepted_at_ms: launch.occurred_at_ms,
             window_ms: window.window_ms,
             grace_ms: window.grace_ms,
             missing: None,
         };
-        let key = contact_key(record, &launch.contact_id);
-        self.with_contact(ctx, &key, |state, now| state.add_launch(accepted, now))
+        self.with_contact(ctx, key, |state, now| state.add_launch(accepted, now))
     }
 
     fn on_event(&mut self, ctx: &mut Context<'_>, record: &Record) -> Result<(), ProcessError> {
         let value = record.value.as_deref().unwrap_or_default();
-        let event = CallEvent::decode(value).map_err(|e| ProcessError::Decode(e.to_string()))?;
-        let Some(outcome) = crate::completion::final_outcome(&event) else {
+        let event = self
+            .inputs
+            .event(value)
+            .map_err(|e| ProcessError::Decode(e.to_string()))?;
+        let Some(outcome) = crate::completion::final_outcome_of(
+            &event.provider,
+            &event.provider_status,
+            event.answered_by.as_deref(),
+            event.outcome,
+        ) else {
             return Ok(());
         };
         let key = contact_key(record, &event.contact_id);
         let completion = Completion {
             event_id: event.event_id,
-            tenant_id: event.tenant_id,
-            call_id: event.call_id,
+            tenant_id: event.tenant_id.into_owned(),
+            call_id: event.call_id.into_owned(),
             launch_id: event.launch_id,
-            occurred_at_ms: event.occurred_at.timestamp_millis(),
+            occurred_at_ms: event.occurred_at_ms,
             arrived_at_ms: 0,
             source: event.source,
             outcome,
         };
-        self.with_contact(ctx, &key, |state, now| {
+        self.with_contact(ctx, key, |state, now| {
             state.add_completion(
                 Completion {
                     arrived_at_ms: now,
@@ -187,24 +207,34 @@ impl Detector {
         })
     }
 
-    /// Re-arms a wall-clock timer that fired while the partition catches up.
+    /// Re-arms a timer the wall clock fired while the partition catches up:
+    /// the wall clock looks again in a moment, and stream time keeps the
+    /// deadline (the backlog may pass it first).
     fn defer(&self, ctx: &mut Context<'_>, timer: &Timer) {
+        let (name, key) = (&timer.handle.name, &timer.handle.key);
         ctx.set_timer(
             TimeDomain::WallClock,
-            &timer.handle.name,
-            timer.handle.key.clone(),
+            name,
+            key.clone(),
             ctx.wall_clock_ms() + ACTIVE_MS,
             &timer.payload,
         );
+        if timer.handle.domain == TimeDomain::Either {
+            let due = timer.due_ms;
+            ctx.set_timer(
+                TimeDomain::EventTime,
+                name,
+                key.clone(),
+                due,
+                &timer.payload,
+            );
+        }
     }
 }
 
 /// The state key of a record: its Kafka key (the contact), else the contact id.
-fn contact_key(record: &Record, contact_id: &str) -> Vec<u8> {
-    record
-        .key
-        .clone()
-        .unwrap_or_else(|| contact_id.as_bytes().to_vec())
+fn contact_key<'a>(record: &'a Record, contact_id: &'a str) -> &'a [u8] {
+    record.key.as_deref().unwrap_or(contact_id.as_bytes())
 }
 
 impl Processor for Detector {
@@ -225,15 +255,21 @@ impl Processor for Detector {
     }
 
     fn on_timer(&mut self, ctx: &mut Context<'_>, timer: &Timer) -> Result<(), ProcessError> {
-        if timer.handle.domain == TimeDomain::WallClock && self.lagging(ctx) {
+        // A timer of either clock that stream time has not reached was fired by the wall clock.
+        let by_wall_clock = match timer.handle.domain {
+            TimeDomain::WallClock => true,
+            TimeDomain::Either => timer.due_ms > ctx.stream_time_ms(),
+            TimeDomain::EventTime => false,
+        };
+        if by_wall_clock && self.lagging(ctx) {
             self.defer(ctx, timer);
             return Ok(());
         }
-        let key = timer.handle.key.clone();
+        let key = timer.handle.key.as_slice();
         match timer.handle.name.as_str() {
-            CONTACT_TIMER => self.with_contact(ctx, &key, |_, _| Vec::new()),
-            BUCKET_TIMER => self.close_bucket(ctx, &key),
-            AGGREGATE_TIMER => self.evaluate_bucket(ctx, &key),
+            CONTACT_TIMER => self.with_contact(ctx, key, |_, _| Vec::new()),
+            BUCKET_TIMER => self.close_bucket(ctx, key),
+            AGGREGATE_TIMER => self.evaluate_bucket(ctx, key),
             other => Err(ProcessError::Invalid(format!("unknown timer {other:?}"))),
         }
     }

@@ -4,8 +4,11 @@
 //! this detector's configured default.
 //!
 //! The view memoises decoded values and re-decodes only when a key's bytes
-//! change, so a lookup per launch is a key build and a byte comparison; a
-//! change in `control` applies from the next launch.
+//! change; on top of it, the answers are remembered until the control table
+//! changes, so a launch's lookup is a map probe. A change in `control`
+//! applies from the next launch.
+
+use std::collections::HashMap;
 
 use callstream_control::{ControlTable, Origin};
 use callstream_runtime::Context;
@@ -26,10 +29,16 @@ pub fn control_key(tenant: &str, campaign: Option<&str>) -> String {
     )
 }
 
-/// Completion windows from the control table.
+/// Completion windows from the control table, remembered per tenant and
+/// campaign until the table changes (its version in the runtime): a lookup
+/// in the table builds a key string, and a launch asks for one or two.
 #[derive(Debug)]
 pub struct Windows {
     table: ControlTable,
+    /// The control table's version the remembered windows were read at.
+    version: u64,
+    /// Per tenant: (campaign, window) pairs, `None` the tenant-wide one.
+    known: HashMap<String, Vec<(Option<String>, Window)>>,
 }
 
 fn ms(d: std::time::Duration) -> i64 {
@@ -41,11 +50,41 @@ impl Windows {
     pub fn new(control_topic: impl Into<String>) -> Self {
         Self {
             table: ControlTable::new(control_topic),
+            version: 0,
+            known: HashMap::new(),
         }
     }
 
     /// W for a launch of `tenant` in `campaign` (`None`: the tenant-wide one).
     pub fn window(
+        &mut self,
+        ctx: &Context<'_>,
+        tenant: &str,
+        campaign: Option<&str>,
+        default: Window,
+    ) -> Window {
+        let version = ctx.global_version(self.table.topic());
+        if version != self.version {
+            self.known.clear();
+            self.version = version;
+        }
+        let known = self
+            .known
+            .get(tenant)
+            .and_then(|k| k.iter().find(|(c, _)| c.as_deref() == campaign));
+        if let Some((_, window)) = known {
+            return *window;
+        }
+        let window = self.look_up(ctx, tenant, campaign, default);
+        let entry = match self.known.get_mut(tenant) {
+            Some(entry) => entry,
+            None => self.known.entry(tenant.to_string()).or_default(),
+        };
+        entry.push((campaign.map(str::to_string), window));
+        window
+    }
+
+    fn look_up(
         &self,
         ctx: &Context<'_>,
         tenant: &str,

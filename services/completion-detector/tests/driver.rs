@@ -191,9 +191,9 @@ fn one_open_launch_costs_at_most_256_changelog_bytes() {
     let contact = "contact-000123";
     launch(&mut d, contact, 1, T0);
     let value = d.get(CONTACTS_STORE, contact.as_bytes()).unwrap().len();
-    // Two timers (event time and wall clock): key = domain, name length
-    // (u16), name "w", the contact; value = the due time.
-    let timers = 2 * ((1 + 2 + 1 + contact.len()) + 8);
+    // One timer of either clock: key = domain, name length (u16), name
+    // "w", the contact; value = the due time.
+    let timers = (1 + 2 + 1 + contact.len()) + 8;
     let total = contact.len() + value + timers;
     println!(
         "state bytes per open launch: {total} (entry {value}, key {}, timers {timers})",
