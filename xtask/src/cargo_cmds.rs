@@ -121,12 +121,7 @@ pub fn demo(layout: &Layout, args: &[String]) -> Result<()> {
 /// The benchmarks there are: the binaries of the `callstream-bench` package.
 fn benchmarks(layout: &Layout) -> Result<Vec<String>> {
     let out = cargo()
-        .args([
-            "metadata",
-            "--no-deps",
-            "--format-version",
-            "1",
-        ])
+        .args(["metadata", "--no-deps", "--format-version", "1"])
         .current_dir(&layout.repo)
         .stderr(Stdio::inherit())
         .output()

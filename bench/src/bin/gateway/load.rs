@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use callstream_gateway::{testkit, AppState};
+use callstream_platform::topics::CALL_EVENTS;
 use serde::Deserialize;
 use uuid::Uuid;
 
@@ -231,12 +232,16 @@ async fn send(
 /// Sum (s) and count of the gateway's acknowledged call-event produces,
 /// from its own Prometheus text (what `/metrics` serves).
 fn produce_totals(gateway: &AppState) -> Option<(f64, f64)> {
-    let text = gateway.metrics_text();
+    produce_totals_in(&gateway.metrics_text())
+}
+
+fn produce_totals_in(text: &str) -> Option<(f64, f64)> {
     let value = |suffix: &str| {
-        let name = format!("callstream_gateway_produce_latency_seconds_{suffix}{{");
+        let series = format!(
+            "callstream_gateway_produce_latency_seconds_{suffix}{{topic=\"{CALL_EVENTS}\",result=\"acked\"}}"
+        );
         text.lines()
-            .filter(|l| l.starts_with(&name) && l.contains("result=\"acked\""))
-            .find_map(|l| l.rsplit_once(' ')?.1.trim().parse::<f64>().ok())
+            .find_map(|l| l.strip_prefix(&series)?.trim().parse::<f64>().ok())
     };
     Some((value("sum")?, value("count")?))
 }
@@ -263,6 +268,21 @@ mod tests {
         let url = format!("{}{}", target.base_url, a.path);
         let again = testkit::twilio_signature(AUTH_TOKEN, &url, a.body.as_bytes());
         assert_eq!(again, a.signature);
+    }
+
+    /// The gateway exposes acknowledged series for both its topics from the
+    /// start; only call-events' count.
+    #[test]
+    fn produce_totals_are_call_events_only() {
+        let text = "\
+callstream_gateway_produce_latency_seconds_sum{topic=\"contact-commands\",result=\"acked\"} 0.0
+callstream_gateway_produce_latency_seconds_count{topic=\"contact-commands\",result=\"acked\"} 0
+callstream_gateway_produce_latency_seconds_sum{topic=\"call-events\",result=\"acked\"} 1.5
+callstream_gateway_produce_latency_seconds_count{topic=\"call-events\",result=\"acked\"} 300
+callstream_gateway_produce_latency_seconds_count{topic=\"call-events\",result=\"failed\"} 2
+";
+        assert_eq!(produce_totals_in(text), Some((1.5, 300.0)));
+        assert_eq!(produce_totals_in(""), None);
     }
 
     struct Parts {
