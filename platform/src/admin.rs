@@ -114,7 +114,9 @@ async fn await_leaders(
                 t.name() == spec.name
                     && t.error().is_none()
                     && t.partitions().len() as i32 == spec.partitions
-                    && t.partitions().iter().all(|p| p.leader() >= 0)
+                    && t.partitions()
+                        .iter()
+                        .all(|p| p.leader() >= 0 && p.error().is_none())
             })
         };
         let Some(waiting) = specs.iter().find(|spec| !ready(spec)) else {

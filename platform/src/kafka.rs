@@ -91,3 +91,34 @@ impl KafkaSettings {
         config
     }
 }
+
+/// The low and high watermarks of a partition. A topic created moments ago
+/// may be led in the controller's metadata before its leader serves offset
+/// requests: those answers (no leader, not the leader, unknown partition)
+/// are retried until `timeout`, not reported as a failure.
+pub fn fetch_watermarks_settled<C, K>(
+    consumer: &K,
+    topic: &str,
+    partition: i32,
+    timeout: std::time::Duration,
+) -> Result<(i64, i64), rdkafka::error::KafkaError>
+where
+    C: rdkafka::consumer::ConsumerContext,
+    K: rdkafka::consumer::Consumer<C>,
+{
+    use rdkafka::error::KafkaError::MetadataFetch;
+    use rdkafka::error::RDKafkaErrorCode::{
+        LeaderNotAvailable, NotLeaderForPartition, UnknownTopicOrPartition,
+    };
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        match consumer.fetch_watermarks(topic, partition, timeout) {
+            Err(MetadataFetch(
+                LeaderNotAvailable | NotLeaderForPartition | UnknownTopicOrPartition,
+            )) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            other => return other,
+        }
+    }
+}

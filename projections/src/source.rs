@@ -152,8 +152,12 @@ impl Source {
 
     /// `(low, high)` watermarks of a partition.
     pub fn watermarks(&self, tp: &TopicPartition) -> Result<(i64, i64), KafkaError> {
-        self.consumer
-            .fetch_watermarks(&tp.0, tp.1, METADATA_TIMEOUT)
+        callstream_platform::kafka::fetch_watermarks_settled(
+            &self.consumer,
+            &tp.0,
+            tp.1,
+            METADATA_TIMEOUT,
+        )
     }
 
     /// Up to `max_records` records, waiting at most `max_wait` after the first one (and at

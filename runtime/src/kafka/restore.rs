@@ -49,28 +49,19 @@ type RestoreConsumer = BaseConsumer<RestoreContext>;
 
 const WATERMARK_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// The low and high watermarks of a partition. A changelog created moments
-/// ago (at start-up) may have no leader yet: those answers are retried
-/// until the watermark timeout, not reported as a failed restore.
+/// The low and high watermarks of a partition; a changelog created at
+/// start-up may not be served by its leader yet (retried, not a failure).
 fn watermarks(
     consumer: &RestoreConsumer,
     topic: &str,
     partition: i32,
 ) -> Result<(i64, i64), KafkaError> {
-    use rdkafka::error::RDKafkaErrorCode::{
-        LeaderNotAvailable, NotLeaderForPartition, UnknownTopicOrPartition,
-    };
-    let deadline = Instant::now() + WATERMARK_TIMEOUT;
-    loop {
-        match consumer.fetch_watermarks(topic, partition, WATERMARK_TIMEOUT) {
-            Err(KafkaError::MetadataFetch(
-                LeaderNotAvailable | NotLeaderForPartition | UnknownTopicOrPartition,
-            )) if Instant::now() < deadline => {
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            other => return other,
-        }
-    }
+    callstream_platform::kafka::fetch_watermarks_settled(
+        consumer,
+        topic,
+        partition,
+        WATERMARK_TIMEOUT,
+    )
 }
 
 fn restore_consumer(config: &RuntimeConfig, group: &str) -> Result<RestoreConsumer, KafkaError> {

@@ -228,10 +228,17 @@ fn recovery_commands_are_left_to_the_recovery_processor() {
         ContactCommandKind::Recover,
         ContactCommandKind::AdvanceNoAnswer,
         ContactCommandKind::AdvanceVoicemail,
-        ContactCommandKind::Ignore,
     ] {
         h.command(&command(kind, "c1", kind.as_str()), t0() + minutes(9));
     }
+    // An ignore naming a launch alone is about its missing-completion case:
+    // recovery audits it, not the contact processor.
+    let ignore_case = ContactCommand {
+        launch_id: Some(uuid::Uuid::from_u128(0x1au128)),
+        exception_id: None,
+        ..command(ContactCommandKind::Ignore, "c1", "ignore-case")
+    };
+    h.command(&ignore_case, t0() + minutes(9));
     assert_eq!(h.output_count(), count, "skipped, not dead-lettered");
 }
 

@@ -68,7 +68,9 @@ fn read_table_blocking(
     let mut remaining: HashMap<i32, i64> = HashMap::new();
     let mut assignment = TopicPartitionList::new();
     for partition in partitions {
-        let (low, high) = consumer.fetch_watermarks(topic, partition, TIMEOUT)?;
+        let (low, high) = callstream_platform::kafka::fetch_watermarks_settled(
+            &consumer, topic, partition, TIMEOUT,
+        )?;
         if high > low {
             remaining.insert(partition, high);
             assignment.add_partition_offset(topic, partition, Offset::Beginning)?;
