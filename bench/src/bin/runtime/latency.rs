@@ -19,7 +19,7 @@ use callstream_platform::KafkaSettings;
 use rdkafka::consumer::BaseConsumer;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::Message;
-use rdkafka::producer::{BaseRecord, DefaultProducerContext, ThreadedProducer};
+use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
 use tracing::{info, warn};
 
 use crate::instance::{Instance, Mode, Names};
@@ -186,6 +186,11 @@ fn paced_send(
         }
         std::thread::sleep(Duration::from_millis(1));
     }
+    // Every stamped record must reach the broker before the producer is
+    // dropped (a drop does not wait for queued records).
+    producer
+        .flush(Duration::from_secs(30))
+        .context("flushing the paced records")?;
     Ok(sent)
 }
 
