@@ -122,3 +122,35 @@ where
         }
     }
 }
+
+/// Client context of a consumer that reads partitions to their end on
+/// purpose (`enable.partition.eof`): the end-of-partition events it asks
+/// for are logged at trace, every other client error at error level.
+///
+/// Why a context: librdkafka reports each end of a partition as an error
+/// event, which rust-rdkafka hands to the client context as a *global*
+/// error (logged at ERROR by the default context) before `poll` returns it
+/// as `PartitionEOF`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ReadToEndContext;
+
+/// Whether `error` is the end of a partition, however rdkafka reports it.
+pub fn is_partition_eof(error: &rdkafka::error::KafkaError) -> bool {
+    use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+    matches!(
+        error,
+        KafkaError::PartitionEOF(_) | KafkaError::Global(RDKafkaErrorCode::PartitionEOF)
+    )
+}
+
+impl rdkafka::ClientContext for ReadToEndContext {
+    fn error(&self, error: rdkafka::error::KafkaError, reason: &str) {
+        if is_partition_eof(&error) {
+            tracing::trace!(reason, "consumer reached the end of a partition");
+        } else {
+            tracing::error!(%error, reason, "consumer error");
+        }
+    }
+}
+
+impl rdkafka::consumer::ConsumerContext for ReadToEndContext {}

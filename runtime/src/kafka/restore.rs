@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
 use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::error::KafkaError;
 use rdkafka::message::{BorrowedMessage, Message};
 use rdkafka::{Offset, TopicPartitionList};
 use tracing::info;
@@ -19,31 +19,9 @@ use crate::spec::ProcessorSpec;
 use crate::store::FastMap;
 use crate::task::Task;
 
-/// Restore reads to the end of each partition on purpose; the
-/// end-of-partition events it asks for are not errors worth logging.
-pub(crate) struct RestoreContext;
-
-/// Whether `error` is the end of a partition. librdkafka reports it as an
-/// error event, which rust-rdkafka hands to the context as a *global*
-/// error before `poll` returns it as `PartitionEOF`.
-fn is_partition_eof(error: &KafkaError) -> bool {
-    matches!(
-        error,
-        KafkaError::PartitionEOF(_) | KafkaError::Global(RDKafkaErrorCode::PartitionEOF)
-    )
-}
-
-impl rdkafka::ClientContext for RestoreContext {
-    fn error(&self, error: KafkaError, reason: &str) {
-        if is_partition_eof(&error) {
-            tracing::trace!(reason, "restore consumer reached the end of a partition");
-        } else {
-            tracing::error!(%error, reason, "restore consumer error");
-        }
-    }
-}
-
-impl rdkafka::consumer::ConsumerContext for RestoreContext {}
+// Restore reads to the end of each partition on purpose; the
+// end-of-partition events it asks for are not errors worth logging.
+use callstream_platform::kafka::ReadToEndContext as RestoreContext;
 
 type RestoreConsumer = BaseConsumer<RestoreContext>;
 

@@ -11,6 +11,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use callstream_platform::kafka::ReadToEndContext;
 use callstream_platform::KafkaSettings;
 use callstream_schemas::{ControlChange, Event};
 use rdkafka::consumer::{BaseConsumer, Consumer};
@@ -51,10 +52,10 @@ fn read_table_blocking(
     topic: &str,
 ) -> Result<ControlSnapshot, KafkaIoError> {
     let group = format!("callstream-control-reader-{}", uuid::Uuid::new_v4());
-    let consumer: BaseConsumer = settings
+    let consumer: BaseConsumer<ReadToEndContext> = settings
         .consumer_config(&group)
         .set("enable.partition.eof", "true")
-        .create()?;
+        .create_with_context(ReadToEndContext)?;
     let metadata = consumer.fetch_metadata(Some(topic), TIMEOUT)?;
     let partitions: Vec<i32> = metadata
         .topics()
