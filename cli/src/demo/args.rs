@@ -33,7 +33,8 @@ pub struct DemoArgs {
     /// How often a progress line is printed.
     #[arg(long, default_value = "5s", value_parser = parse_duration)]
     pub progress_every: Duration,
-    /// Jobs due within this long are waited for; later ones are reported as waiting.
+    /// Jobs due within this long after the workload is sent are waited for; later ones are
+    /// reported as waiting.
     #[arg(long, default_value = "150s", value_parser = parse_duration)]
     pub lookahead: Duration,
     /// When the CRM outage starts, after the workload starts.

@@ -226,6 +226,10 @@ async fn drive(
     }
 
     let mut report = None;
+    // Jobs due before the horizon hold the run; it is fixed when the
+    // workload has been sent.
+    let lookahead_ms = i64::try_from(args.lookahead.as_millis()).unwrap_or(i64::MAX);
+    let mut horizon_ms: Option<i64> = None;
     let mut last_progress = Instant::now();
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     let shutdown = crate::signals::shutdown_signal();
@@ -243,6 +247,7 @@ async fn drive(
                     sent.requests, sent.accepted, sent.failed, sent.retries, sent.seconds
                 );
                 report = Some(sent);
+                horizon_ms = Some(now_ms().saturating_add(lookahead_ms));
             }
             _ = tick.tick() => {}
         }
@@ -250,7 +255,11 @@ async fn drive(
             bail!("{name} stopped on its own ({status}); the end of its log:\n{log}");
         }
         let mut pending = match reader.tally.lock() {
-            Ok(t) => settle::Pending::measure(&t, now_ms(), args.lookahead, available.recovery),
+            Ok(t) => settle::Pending::measure(
+                &t,
+                horizon_ms.unwrap_or_else(|| now_ms().saturating_add(lookahead_ms)),
+                available.recovery,
+            ),
             Err(_) => bail!("the reader thread panicked"),
         };
         pending.workload_running = report.is_none();

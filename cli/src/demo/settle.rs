@@ -1,9 +1,12 @@
 //! When the run is over: nothing handed on is unanswered, every accepted
 //! launch is closed, nothing is due soon, and the topics have gone quiet.
 //!
-//! Jobs planned further out than the lookahead (a callback for tomorrow, a
-//! lead whose calling window opens in the morning) do not hold the run: the
-//! summary reports them as waiting after the run.
+//! Jobs planned further out than the horizon (the lookahead after the
+//! workload was sent: a callback for tomorrow, a lead whose calling window
+//! opens in the morning, a retry planned late in the run) do not hold the
+//! run: the summary reports them as waiting after the run. The horizon is
+//! fixed once the workload is sent, so a run whose slots keep jobs coming
+//! due still ends.
 
 use std::time::Duration;
 
@@ -29,13 +32,12 @@ pub struct Pending {
 }
 
 impl Pending {
-    pub fn measure(t: &Tally, now_ms: i64, lookahead: Duration, recovery: bool) -> Self {
+    /// What is pending in `t`, counting jobs due before `horizon_ms` as due soon.
+    pub fn measure(t: &Tally, horizon_ms: i64, recovery: bool) -> Self {
         Self {
             unanswered: t.unanswered(),
             open_launches: t.open_launches(recovery),
-            due_soon: t.due_before(
-                now_ms.saturating_add(i64::try_from(lookahead.as_millis()).unwrap_or(i64::MAX)),
-            ),
+            due_soon: t.due_before(horizon_ms),
             held: t
                 .job_states
                 .values()
