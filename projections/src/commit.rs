@@ -1,15 +1,22 @@
-//! Committing batches: each batch's rows and offsets in one transaction, retried while
-//! Postgres is away, and a [`Pipeline`] that commits one batch while the caller reads and
-//! decodes the next.
+//! Committing batches: each view's rows of a batch and its offsets in one transaction,
+//! retried while Postgres is away, and a [`Pipeline`] that commits one batch while the
+//! caller reads and decodes the next.
 //!
 //! Guarantees:
+//! - Exactly once per view: a view's rows and its offsets always commit in the same
+//!   transaction (offsets are kept per view, see [`store`]). The views are split into
+//!   lanes (see [`lanes`]), each lane committing its views' share of a batch in a
+//!   transaction of its own, on a connection of its own, at the same time as the other
+//!   lanes: Postgres applies a batch with as many backends as there are lanes. Lanes
+//!   write disjoint tables and disjoint offset rows, so they never wait for each other.
 //! - Batches commit one at a time, in the order they were submitted (the next starts when
-//!   the previous has committed), so a view's offsets only move forward.
+//!   every lane has committed the previous), so a view's offsets only move forward.
 //! - A batch is kept and retried whole while Postgres is away (one log line when the
 //!   outage starts, one when it ends); a batch Postgres refuses for another reason is
 //!   re-run record by record so only the refused records are skipped.
 //! - A pipeline owns at most one batch in flight: a crash loses at most that batch and
-//!   the one being read, neither of which stored its offsets, so both are read again.
+//!   the one being read, neither of which stored its offsets (or only in some lanes,
+//!   whose views then skip what they have), so both are read again.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -43,10 +50,6 @@ pub(crate) async fn commit_batch(
         match attempt.await {
             Ok(()) => {
                 pauser.succeeded();
-                stats
-                    .records
-                    .fetch_add(batch.len() as u64, Ordering::Relaxed);
-                stats.batches.fetch_add(1, Ordering::Relaxed);
                 return Ok(());
             }
             Err(e) if is_transient(&e) => pauser.failed(&e).await,
@@ -59,20 +62,59 @@ pub(crate) async fn commit_batch(
     }
 }
 
-/// Commits batches in a task of its own, one at a time, while the caller prepares the
-/// next: reading from Kafka and decoding overlap with Postgres applying the last batch.
-pub(crate) struct Pipeline {
-    state: State,
+/// The views split into `n` lanes (fewer if there are fewer views) of about equal work,
+/// each keeping the order of `views`. Pure, so the split is the same on every start.
+pub(crate) fn lanes(views: &[View], n: usize) -> Vec<Vec<View>> {
+    let n = n.clamp(1, views.len().max(1));
+    let mut by_weight: Vec<View> = views.to_vec();
+    // Heaviest first, then greedily onto the lightest lane.
+    by_weight.sort_by_key(|v| (std::cmp::Reverse(weight(*v)), *v));
+    let mut load = vec![0u32; n];
+    let mut lane_of = std::collections::HashMap::new();
+    for view in by_weight {
+        let lightest = (0..n).min_by_key(|&i| (load[i], i)).unwrap_or(0);
+        load[lightest] += weight(view);
+        lane_of.insert(view, lightest);
+    }
+    let mut out = vec![Vec::new(); n];
+    for view in views {
+        out[lane_of[view]].push(*view);
+    }
+    out.retain(|lane: &Vec<View>| !lane.is_empty());
+    out
 }
 
+/// Rough Postgres time a view takes of a batch, relative (`cargo xtask bench projections`,
+/// debug log "batch applied": timeline and jobs ~50 ms per 2,000 records, launches ~30,
+/// exceptions and slots ~10-15, the others a few).
+fn weight(view: View) -> u32 {
+    match view {
+        View::Timeline | View::Jobs => 10,
+        View::Launches => 6,
+        View::Exceptions | View::Slots => 3,
+        View::Audit | View::Commands | View::Control => 1,
+    }
+}
+
+/// Commits batches in tasks of their own, one task per lane, one batch at a time, while
+/// the caller prepares the next: reading from Kafka and decoding overlap with Postgres
+/// applying the last batch, and the lanes overlap with each other.
+pub(crate) struct Pipeline {
+    state: State,
+    stats: Arc<Stats>,
+}
+
+type Task = JoinHandle<(Committer, Result<(), ProjectionError>)>;
+
 enum State {
-    Idle(Committer),
-    Busy(JoinHandle<(Committer, Result<(), ProjectionError>)>),
-    /// Only while a task is being awaited; never observed.
+    Idle(Vec<Committer>),
+    /// The lanes' tasks and the batch's record count.
+    Busy(Vec<Task>, usize),
+    /// Only while tasks are being awaited; never observed.
     Empty,
 }
 
-/// What a commit needs, moved into the task and back.
+/// What one lane's commit needs, moved into its task and back.
 struct Committer {
     pool: PgPool,
     views: Arc<[View]>,
@@ -82,71 +124,107 @@ struct Committer {
 }
 
 impl Pipeline {
+    /// A pipeline committing `views` in `lanes` lanes (see [`lanes`]).
     pub(crate) fn new(
         pool: PgPool,
         views: &[View],
+        lanes: usize,
         tables: Tables,
         stats: Arc<Stats>,
-        pauser: Pauser,
+        pauser: &Pauser,
     ) -> Self {
-        Self {
-            state: State::Idle(Committer {
-                pool,
+        let committers = self::lanes(views, lanes)
+            .into_iter()
+            .map(|views| Committer {
+                pool: pool.clone(),
                 views: views.into(),
                 tables,
-                stats,
-                pauser,
-            }),
+                stats: stats.clone(),
+                pauser: pauser.clone(),
+            })
+            .collect();
+        Self {
+            state: State::Idle(committers),
+            stats,
         }
     }
 
     /// Waits for the batch in flight, if any, then starts committing `batch`. The error of
     /// the batch in flight, if it failed for good, is returned here.
     pub(crate) async fn submit(&mut self, batch: Vec<Decoded>) -> Result<(), ProjectionError> {
-        let committer = self.idle().await?;
-        self.state = State::Busy(tokio::spawn(async move {
-            let mut committer = committer;
-            let result = commit_batch(
-                &committer.pool,
-                &committer.views,
-                committer.tables,
-                &batch,
-                &committer.stats,
-                &mut committer.pauser,
-            )
-            .await;
-            (committer, result)
-        }));
+        let committers = self.idle().await?;
+        let records = batch.len();
+        let batch: Arc<[Decoded]> = batch.into();
+        let tasks = committers
+            .into_iter()
+            .map(|mut committer| {
+                let batch = batch.clone();
+                tokio::spawn(async move {
+                    let result = commit_batch(
+                        &committer.pool,
+                        &committer.views,
+                        committer.tables,
+                        &batch,
+                        &committer.stats,
+                        &mut committer.pauser,
+                    )
+                    .await;
+                    (committer, result)
+                })
+            })
+            .collect();
+        self.state = State::Busy(tasks, records);
         Ok(())
     }
 
     /// Waits until every submitted batch has committed.
     pub(crate) async fn flush(&mut self) -> Result<(), ProjectionError> {
-        let committer = self.idle().await?;
-        self.state = State::Idle(committer);
+        let committers = self.idle().await?;
+        self.state = State::Idle(committers);
         Ok(())
     }
 
     /// Whether the batch in flight (if any) has finished, so [`Self::flush`] returns at once.
     pub(crate) fn is_idle(&self) -> bool {
         match &self.state {
-            State::Busy(task) => task.is_finished(),
+            State::Busy(tasks, _) => tasks.iter().all(JoinHandle::is_finished),
             State::Idle(_) | State::Empty => true,
         }
     }
 
-    async fn idle(&mut self) -> Result<Committer, ProjectionError> {
+    /// Waits for every lane; the batch counts as committed once all of them have.
+    async fn idle(&mut self) -> Result<Vec<Committer>, ProjectionError> {
         match std::mem::replace(&mut self.state, State::Empty) {
-            State::Idle(committer) => Ok(committer),
-            State::Busy(task) => match task.await {
-                Ok((committer, Ok(()))) => Ok(committer),
-                Ok((committer, Err(e))) => {
-                    self.state = State::Idle(committer);
-                    Err(e)
+            State::Idle(committers) => Ok(committers),
+            State::Busy(tasks, records) => {
+                let mut committers = Vec::with_capacity(tasks.len());
+                let mut failed = None;
+                for task in tasks {
+                    match task.await {
+                        Ok((committer, result)) => {
+                            committers.push(committer);
+                            if let Err(e) = result {
+                                failed.get_or_insert(e);
+                            }
+                        }
+                        // The tasks never abort; a panic in one is passed on as it was.
+                        Err(e) => std::panic::resume_unwind(e.into_panic()),
+                    }
                 }
-                // The task never aborts; a panic in it is passed on as it was.
-                Err(e) => std::panic::resume_unwind(e.into_panic()),
-            },
+                match failed {
+                    None => {
+                        self.stats
+                            .records
+                            .fetch_add(records as u64, Ordering::Relaxed);
+                        self.stats.batches.fetch_add(1, Ordering::Relaxed);
+                        Ok(committers)
+                    }
+                    Some(e) => {
+                        self.state = State::Idle(committers);
+                        Err(e)
+                    }
+                }
+            }
             State::Empty => unreachable!("a pipeline is idle or busy between calls"),
         }
     }
@@ -154,6 +232,7 @@ impl Pipeline {
 
 /// Tells the story of a Postgres outage once: one line when it starts, one when it ends,
 /// with doubling waits in between.
+#[derive(Debug, Clone)]
 pub(crate) struct Pauser {
     initial: Duration,
     max: Duration,
@@ -190,5 +269,36 @@ impl Pauser {
             );
         }
         self.wait = self.initial;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Views, lanes asked for, the lanes expected.
+    type Case = (&'static [View], usize, &'static [&'static [View]]);
+
+    #[test]
+    fn lanes_cover_every_view_once_in_order_and_balance() {
+        let cases: &[Case] = &[
+            (View::ALL, 1, &[View::ALL]),
+            (
+                View::ALL,
+                2,
+                &[
+                    &[View::Jobs, View::Launches, View::Audit, View::Commands],
+                    &[View::Exceptions, View::Slots, View::Timeline, View::Control],
+                ],
+            ),
+            (&[View::Jobs], 4, &[&[View::Jobs]]),
+            (&[View::Jobs, View::Slots], 0, &[&[View::Jobs, View::Slots]]),
+            (&[], 2, &[]),
+        ];
+        for (views, n, expected) in cases {
+            let got = lanes(views, *n);
+            let expected: Vec<Vec<View>> = expected.iter().map(|l| l.to_vec()).collect();
+            assert_eq!(got, expected, "{views:?} in {n} lanes");
+        }
     }
 }

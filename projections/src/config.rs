@@ -27,6 +27,10 @@ pub struct ProjectionsConfig {
     /// backlog: bigger batches fold more changes of a row into one
     /// (`CALLSTREAM_PROJECTIONS_REBUILD_BATCH_RECORDS`, default 20000).
     pub rebuild_batch_records: usize,
+    /// Transactions a batch is committed in at once, each for a share of the views on a
+    /// connection of its own (`CALLSTREAM_PROJECTIONS_COMMIT_LANES`, default 2; 1 commits
+    /// every view in one transaction). Each view's rows still commit with its own offsets.
+    pub commit_lanes: usize,
     /// Longest a batch waits to fill before it is applied
     /// (`CALLSTREAM_PROJECTIONS_BATCH_MS`, default 100).
     pub batch_max_wait: Duration,
@@ -56,6 +60,7 @@ impl ProjectionsConfig {
             views: View::ALL.to_vec(),
             batch_max_records: 2000,
             rebuild_batch_records: 20_000,
+            commit_lanes: 2,
             batch_max_wait: Duration::from_millis(100),
             retry_initial: Duration::from_millis(200),
             retry_max: Duration::from_secs(5),
@@ -82,6 +87,9 @@ impl ProjectionsConfig {
         }
         if let Some(n) = env_u64("CALLSTREAM_PROJECTIONS_REBUILD_BATCH_RECORDS")? {
             config.rebuild_batch_records = usize::try_from(n.max(1)).unwrap_or(usize::MAX);
+        }
+        if let Some(n) = env_u64("CALLSTREAM_PROJECTIONS_COMMIT_LANES")? {
+            config.commit_lanes = usize::try_from(n.max(1)).unwrap_or(usize::MAX);
         }
         let millis = |name| env_u64(name).map(|v| v.map(Duration::from_millis));
         if let Some(d) = millis("CALLSTREAM_PROJECTIONS_BATCH_MS")? {

@@ -7,9 +7,10 @@
 //!
 //! Guarantees:
 //! - Exactly once into Postgres: records are read with `read_committed` from an explicit
-//!   assignment (no consumer group, no Kafka commits), and each batch's rows and consumed
-//!   offsets are written in one transaction; on start the consumer seeks to the stored
-//!   offsets. The row changes are idempotent and order-independent all the same.
+//!   assignment (no consumer group, no Kafka commits), and each view's rows of a batch and
+//!   its consumed offsets are written in one transaction (the views are committed in a few
+//!   concurrent lanes, see `commit`); on start the consumer seeks to the stored offsets.
+//!   The row changes are idempotent and order-independent all the same.
 //! - Records that are not events are counted and logged and never stop a projection.
 //! - Postgres going away pauses the projections, which resume and catch up on its return.
 //! - A rebuilt view equals the live one, and stays queryable while it is rebuilt.

@@ -1,8 +1,9 @@
 //! The live projections: one consumer over every topic the configured views read, each
-//! batch applied with its offsets in one Postgres transaction.
+//! batch applied with its offsets in Postgres transactions (one per commit lane).
 //!
 //! Guarantees:
-//! - Exactly once into Postgres: a batch's rows and offsets commit together; on start the
+//! - Exactly once into Postgres: a view's rows of a batch and its offsets commit together
+//!   (the views in a few lanes, each its own transaction; see [`Pipeline`](crate::commit)); on start the
 //!   consumer seeks to the stored offsets (the smallest over the views reading a
 //!   partition; each view skips what it already has). A crash anywhere repeats at most an
 //!   uncommitted batch, which is applied as if for the first time.
@@ -90,9 +91,10 @@ pub async fn run_with_stats(
     let mut pipeline = Pipeline::new(
         pool.clone(),
         &views,
+        config.commit_lanes,
         Tables::Live,
         stats.clone(),
-        Pauser::new(&config),
+        &Pauser::new(&config),
     );
     tokio::pin!(shutdown);
     loop {

@@ -96,9 +96,10 @@ pub async fn rebuild(
     let mut pipeline = Pipeline::new(
         pool.clone(),
         &views,
+        config.commit_lanes,
         Tables::Rebuild,
         stats.clone(),
-        Pauser::new(&config),
+        &Pauser::new(&config),
     );
     loop {
         if caught_up(&source, &ends, &position) {
