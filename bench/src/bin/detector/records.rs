@@ -74,22 +74,27 @@ pub fn open_window(n: u64, id: Uuid, at_ms: i64, window_ms: i64, grace_ms: i64) 
 }
 
 /// The key of the contact timer in the runtime's timer store: domain byte
-/// (0 event time, 1 wall clock), name length (u16 BE), name, timer key.
+/// (2, `TimeDomain::Either`: the detector keeps one timer a contact, due on
+/// whichever clock passes it first), name length (u16 BE), name, timer key.
 /// The runtime keeps this format private; the state phase checks that the
 /// detector's own changelog holds exactly these keys before the restore
 /// phase relies on them.
-pub fn timer_key(wall_clock: bool, contact: &[u8]) -> Vec<u8> {
+pub fn timer_key(contact: &[u8]) -> Vec<u8> {
     let mut key = Vec::with_capacity(4 + contact.len());
-    key.push(u8::from(wall_clock));
+    key.push(EITHER_DOMAIN);
     key.extend_from_slice(&(CONTACT_TIMER.len() as u16).to_be_bytes());
     key.extend_from_slice(CONTACT_TIMER);
     key.extend_from_slice(contact);
     key
 }
 
-/// Whether `key` is a contact-timer key (either domain).
+/// The runtime's domain byte of `TimeDomain::Either`.
+const EITHER_DOMAIN: u8 = 2;
+
+/// Whether `key` is a contact-timer key (of any domain: versions before
+/// `Either` kept an event-time and a wall-clock one).
 pub fn is_contact_timer(key: &[u8]) -> bool {
-    key.len() > 4 && key[0] <= 1 && key[1..4] == [0, 1, CONTACT_TIMER[0]]
+    key.len() > 4 && key[0] <= EITHER_DOMAIN && key[1..4] == [0, 1, CONTACT_TIMER[0]]
 }
 
 /// A timer entry's value: the due time (i64 BE), no payload.
@@ -132,10 +137,10 @@ mod tests {
 
     #[test]
     fn timer_keys_are_recognised() {
-        let key = timer_key(true, b"c1");
-        assert_eq!(key, [1, 0, 1, b'w', b'c', b'1']);
+        let key = timer_key(b"c1");
+        assert_eq!(key, [2, 0, 1, b'w', b'c', b'1']);
         assert!(is_contact_timer(&key));
-        assert!(is_contact_timer(&timer_key(false, b"c1")));
+        assert!(is_contact_timer(&[1, 0, 1, b'w', b'c', b'1']), "a legacy one");
         assert!(!is_contact_timer(&[0xFF]));
         assert!(!is_contact_timer(&[0, 0, 1, b'b', b'x']));
     }

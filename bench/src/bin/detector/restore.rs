@@ -35,7 +35,7 @@ pub struct Restore {
     pub seconds: f64,
     /// Instance start to the last restored record.
     pub start_to_restored_seconds: f64,
-    /// Timers the restored instance holds (two per window when the format is right).
+    /// Timers the restored instance holds (one per window when the format is right).
     pub open_timers: i64,
 }
 
@@ -79,16 +79,16 @@ pub fn measure(
             })
         },
     )?;
-    // Two timers per window: event time (even i) and wall clock (odd i).
+    // One timer per window, on whichever clock passes its deadline first.
     let took = took
         + load(
             settings,
             &names.changelog(TIMER_STORE),
-            windows * 2,
+            windows,
             |i, key, value| {
-                let name = contact(i / 2);
-                key.extend(timer_key(i % 2 == 1, name.as_bytes()));
-                value.extend_from_slice(&timer_value(deadline(i / 2)));
+                let name = contact(i);
+                key.extend(timer_key(name.as_bytes()));
+                value.extend_from_slice(&timer_value(deadline(i)));
                 Ok(Placed {
                     partition: Some(partition_for_key(name.as_bytes(), partitions)),
                     timestamp_ms: None,
@@ -100,7 +100,7 @@ pub fn measure(
         "changelogs filled; starting a fresh instance"
     );
 
-    let expected = windows * 3;
+    let expected = windows * 2;
     let started = Instant::now();
     let mut instance =
         Instance::start(settings, names, detector_config(names, window.0, window.1))?;
@@ -128,10 +128,10 @@ pub fn measure(
                 };
                 info!(?result, restores, "restored");
                 instance.stop()?;
-                if result.open_timers != i64::try_from(windows * 2).unwrap_or(i64::MAX) {
+                if result.open_timers != i64::try_from(windows).unwrap_or(i64::MAX) {
                     warn!(
                         open_timers = result.open_timers,
-                        windows, "the restored instance does not hold two timers per window"
+                        windows, "the restored instance does not hold one timer per window"
                     );
                 }
                 return Ok(result);

@@ -8,8 +8,8 @@
 //! completion comes `completion_delay` after its launch, well inside W, so
 //! every window closes on time and nothing is reported missing (the check
 //! afterwards warns if something was). Each launch opens a window (state
-//! write, two timers, a delivery-bucket count); each completion closes it
-//! (state write, timers moved to the closed-launch retention).
+//! write, its timer, a delivery-bucket count); each completion closes it
+//! (state write, the timer moved to the closed-launch retention).
 
 use std::time::Duration;
 
