@@ -73,6 +73,10 @@ pub struct Args {
     /// Longest a batch waits to fill, ms (the projections' default).
     #[arg(long, default_value_t = 100)]
     batch_ms: u64,
+    /// Transactions a batch is committed in at once, a share of the views each (the
+    /// projections' default).
+    #[arg(long, default_value_t = 2)]
+    commit_lanes: usize,
     /// Events per second of the lag run.
     #[arg(long, default_value_t = 5_000)]
     lag_rate: u64,
@@ -115,8 +119,9 @@ pub struct Args {
 }
 
 pub fn run(args: &Args, report: &mut Report) -> Result<()> {
-    if args.events == 0 || args.partitions < 1 || args.batch_records == 0 {
-        bail!("--events, --partitions and --batch-records must be positive");
+    if args.events == 0 || args.partitions < 1 || args.batch_records == 0 || args.commit_lanes == 0
+    {
+        bail!("--events, --partitions, --batch-records and --commit-lanes must be positive");
     }
     if args.lag_rate == 0 || args.lag_seconds == 0 || args.lag_poll_ms == 0 {
         bail!("--lag-rate, --lag-seconds and --lag-poll-ms must be positive");
@@ -205,6 +210,7 @@ fn run_phases(
     let mut config = ProjectionsConfig::new(db.url.clone(), kafka, topics.clone());
     config.batch_max_records = args.batch_records;
     config.batch_max_wait = Duration::from_millis(args.batch_ms);
+    config.commit_lanes = args.commit_lanes;
     let keys: Vec<String> = config
         .views
         .iter()
@@ -213,6 +219,7 @@ fn run_phases(
     report.emit("partitions", f64::from(args.partitions), "partitions")?;
     report.emit("views", config.views.len() as f64, "views")?;
     report.emit("batch_records", args.batch_records as f64, "records")?;
+    report.emit("commit_lanes", args.commit_lanes as f64, "lanes")?;
 
     let mut contacts_used = 0;
     if args.phases.contains(&Phase::Throughput) || args.phases.contains(&Phase::Rebuild) {
