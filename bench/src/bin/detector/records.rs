@@ -140,7 +140,10 @@ mod tests {
         let key = timer_key(b"c1");
         assert_eq!(key, [2, 0, 1, b'w', b'c', b'1']);
         assert!(is_contact_timer(&key));
-        assert!(is_contact_timer(&[1, 0, 1, b'w', b'c', b'1']), "a legacy one");
+        assert!(
+            is_contact_timer(&[1, 0, 1, b'w', b'c', b'1']),
+            "a legacy one"
+        );
         assert!(!is_contact_timer(&[0xFF]));
         assert!(!is_contact_timer(&[0, 0, 1, b'b', b'x']));
     }
