@@ -5,8 +5,8 @@
 //! workload was sent: a callback for tomorrow, a lead whose calling window
 //! opens in the morning, a retry planned late in the run) do not hold the
 //! run: the summary reports them as waiting after the run. The horizon is
-//! fixed once the workload is sent, so a run whose slots keep jobs coming
-//! due still ends.
+//! fixed once the workload is sent, so jobs planned later in the run do
+//! not move it.
 
 use std::time::Duration;
 
