@@ -111,6 +111,29 @@ pub(crate) async fn send(
     ))
 }
 
+/// Sends an operator's contact command: keyed by its contact (the contact processor's
+/// key), remembered under its kind and contact.
+pub(crate) async fn send_contact_command(
+    state: &AppState,
+    principal: &Principal,
+    command: ContactCommand,
+    wait: Option<Duration>,
+) -> Result<(StatusCode, Json<Accepted>), ApiError> {
+    let contact_id = command.contact_id.clone();
+    let kind = command.kind.to_string();
+    send(
+        state,
+        principal,
+        topics::CONTACT_COMMANDS,
+        &contact_id,
+        command.into(),
+        kind,
+        Some(contact_id.clone()),
+        wait,
+    )
+    .await
+}
+
 pub(crate) fn contact_command(
     principal: &Principal,
     kind: ContactCommandKind,
@@ -204,17 +227,7 @@ async fn simple_contact_action(
     contact_exists(state, &principal.tenant_id, contact_id).await?;
     let mut command = contact_command(principal, kind, contact_id);
     command.reason = reason;
-    send(
-        state,
-        principal,
-        topics::CONTACT_COMMANDS,
-        contact_id,
-        command.into(),
-        kind.to_string(),
-        Some(contact_id.to_string()),
-        wait,
-    )
-    .await
+    send_contact_command(state, principal, command, wait).await
 }
 
 /// Cancel every future job of the contact.

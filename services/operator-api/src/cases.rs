@@ -6,13 +6,12 @@
 //! ignore ends `applied` or `rejected` exactly once.
 
 use axum::extract::State;
-use callstream_platform::topics;
 use callstream_schemas::ContactCommandKind;
 use serde::Deserialize;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use crate::actions::{contact_command, reason_of, send, Answer, ReasonBody};
+use crate::actions::{contact_command, reason_of, send_contact_command, Answer, ReasonBody};
 use crate::app::AppState;
 use crate::auth::{Principal, Role};
 use crate::error::{ApiError, ErrorBody};
@@ -47,17 +46,7 @@ async fn launch_action(
     let mut command = contact_command(principal, kind, &contact_id);
     command.launch_id = Some(launch_id);
     command.reason = reason;
-    send(
-        state,
-        principal,
-        topics::CONTACT_COMMANDS,
-        &contact_id,
-        command.into(),
-        kind.to_string(),
-        Some(contact_id.clone()),
-        wait,
-    )
-    .await
+    send_contact_command(state, principal, command, wait).await
 }
 
 /// Look the call up at the voice platform now and replay what it says.
@@ -171,15 +160,5 @@ pub async fn ignore_exception(
     command.exception_id = Some(exception_id);
     command.launch_id = launch_id;
     command.reason = reason;
-    send(
-        &state,
-        &principal,
-        topics::CONTACT_COMMANDS,
-        &contact_id,
-        command.into(),
-        "ignore".into(),
-        Some(contact_id.clone()),
-        wait,
-    )
-    .await
+    send_contact_command(&state, &principal, command, wait).await
 }

@@ -6,14 +6,13 @@
 use std::time::Duration;
 
 use axum::extract::State;
-use callstream_platform::topics;
 use callstream_schemas::{ContactCommandKind, JobOrigin};
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use crate::actions::{contact_command, contact_exists, reason_of, send, Answer};
+use crate::actions::{contact_command, contact_exists, reason_of, send_contact_command, Answer};
 use crate::app::AppState;
 use crate::auth::{Principal, Role};
 use crate::error::{ApiError, ErrorBody};
@@ -85,17 +84,7 @@ async fn retry(
     command.origin = Some(JobOrigin::OperatorRetry);
     command.requested_at = r.at;
     command.reason = reason;
-    send(
-        state,
-        principal,
-        topics::CONTACT_COMMANDS,
-        contact_id,
-        command.into(),
-        r.kind.to_string(),
-        Some(contact_id.to_string()),
-        wait,
-    )
-    .await
+    send_contact_command(state, principal, command, wait).await
 }
 
 /// Plan a call for the contact now (through the scheduler, in its window).
