@@ -7,79 +7,32 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
+use callstream_e2e::postgres::TestDatabase;
 use callstream_platform::{admin, KafkaSettings, Topics};
 use callstream_projections::{ProjectionsConfig, View};
 use callstream_schemas::{AnyEvent, Event};
 use rdkafka::producer::FutureProducer;
-use sqlx::postgres::{PgPool, PgPoolOptions};
+use sqlx::postgres::PgPool;
 
 pub mod events;
 
-/// A database of its own, dropped (with `FORCE`) when this is dropped.
-pub struct TestDb {
-    pub name: String,
-    pub url: String,
-    pub pool: PgPool,
-}
-
-fn server_url(database: &str) -> String {
-    let url = callstream_e2e::database_url();
-    match url.rfind('/') {
-        Some(i) => format!("{}/{database}", &url[..i]),
-        None => url,
-    }
-}
+/// A database of its own with the migrations applied, dropped when this is dropped.
+pub struct TestDb(TestDatabase);
 
 impl TestDb {
     /// Creates `callstream_test_<random>` and applies the migrations.
     pub async fn new() -> Result<Self> {
-        let name = callstream_e2e::unique_name("callstream_test").replace('-', "_");
-        let maintenance = PgPoolOptions::new()
-            .max_connections(1)
-            .connect(&server_url("postgres"))
-            .await
-            .context("connecting to the postgres maintenance database")?;
-        sqlx::query(&format!("CREATE DATABASE {name}"))
-            .execute(&maintenance)
-            .await?;
-        maintenance.close().await;
-        let url = server_url(&name);
-        let pool = PgPoolOptions::new()
-            .max_connections(4)
-            .connect(&url)
-            .await?;
-        callstream_projections::migrate(&pool).await?;
-        Ok(Self { name, url, pool })
+        let db = TestDatabase::create("callstream_test").await?;
+        callstream_projections::migrate(&db.pool).await?;
+        Ok(Self(db))
     }
 }
 
-impl Drop for TestDb {
-    fn drop(&mut self) {
-        let name = self.name.clone();
-        let pool = self.pool.clone();
-        // Drop runs outside async: a thread with its own runtime does the async work.
-        let _ = std::thread::spawn(move || {
-            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            else {
-                return;
-            };
-            rt.block_on(async move {
-                pool.close().await;
-                if let Ok(m) = PgPoolOptions::new()
-                    .max_connections(1)
-                    .connect(&server_url("postgres"))
-                    .await
-                {
-                    let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-                        .execute(&m)
-                        .await;
-                }
-            });
-        })
-        .join();
+impl std::ops::Deref for TestDb {
+    type Target = TestDatabase;
+    fn deref(&self) -> &TestDatabase {
+        &self.0
     }
 }
 

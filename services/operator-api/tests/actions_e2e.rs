@@ -302,7 +302,7 @@ async fn each_operator_action_takes_effect_end_to_end() -> Result<()> {
         )
         .bind(seed::TENANT)
         .bind(id)
-        .fetch_one(&s.pool)
+        .fetch_one(&s.views.db.pool)
         .await?;
         ensure!(outcomes == 1, "{name}: {outcomes} outcomes audited");
     }

@@ -2,100 +2,34 @@
 //! projections running: each error class, roles, tenant isolation, reads of the views, and
 //! actions that put the right command on Kafka and show in the commands view.
 
+mod views;
+
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
-use callstream_operator_api::{app, create_token, state, OperatorApiConfig, Role};
-use callstream_platform::{admin, topics as t, KafkaSettings, Topics};
+use callstream_operator_api::{app, create_token, state, Role};
+use callstream_platform::topics as t;
 use callstream_schemas::{decode_any, AnyEvent, ContactCommandKind};
 use chrono::Utc;
 use http_body_util::BodyExt;
 use rdkafka::consumer::Consumer;
 use rdkafka::Message;
 use serde_json::{json, Value};
-use sqlx::postgres::PgPoolOptions;
 use tower::ServiceExt;
 use uuid::Uuid;
+use views::Views;
 
 struct Env {
     router: axum::Router,
-    topics: Topics,
-    pool: sqlx::PgPool,
-    db: String,
-    _stop: tokio::sync::oneshot::Sender<()>,
-}
-
-fn server_url(db: &str) -> String {
-    let url = callstream_e2e::database_url();
-    format!("{}/{db}", &url[..url.rfind('/').unwrap_or(url.len())])
+    views: Views,
 }
 
 async fn setup() -> Result<Env> {
-    let db = callstream_e2e::unique_name("callstream_test_api").replace('-', "_");
-    let m = PgPoolOptions::new()
-        .max_connections(1)
-        .connect(&server_url("postgres"))
-        .await?;
-    sqlx::query(&format!("CREATE DATABASE {db}"))
-        .execute(&m)
-        .await?;
-    let url = server_url(&db);
-    let pool = PgPoolOptions::new()
-        .max_connections(4)
-        .connect(&url)
-        .await?;
-    callstream_projections::migrate(&pool).await?;
-    let mut topics = Topics::with_prefix(format!("{}-", callstream_e2e::unique_name("api")));
-    topics.partitions = 2;
-    let kafka = KafkaSettings::new(callstream_e2e::bootstrap_servers(), "api-test");
-    admin::ensure_topics(&kafka, &topics.specs()).await?;
-    let mut pconfig =
-        callstream_projections::ProjectionsConfig::new(url.clone(), kafka.clone(), topics.clone());
-    pconfig.batch_max_wait = Duration::from_millis(10);
-    pconfig.metadata_interval = Duration::from_millis(300);
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(callstream_projections::run(pconfig, async {
-        let _ = stopped.await;
-    }));
-    let config = OperatorApiConfig::new(url, kafka, topics.clone());
-    let router = app(state(&config)?);
-    Ok(Env {
-        router,
-        topics,
-        pool,
-        db,
-        _stop: stop,
-    })
-}
-
-impl Drop for Env {
-    fn drop(&mut self) {
-        let db = self.db.clone();
-        let pool = self.pool.clone();
-        let _ = std::thread::spawn(move || {
-            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            else {
-                return;
-            };
-            rt.block_on(async move {
-                pool.close().await;
-                if let Ok(m) = PgPoolOptions::new()
-                    .max_connections(1)
-                    .connect(&server_url("postgres"))
-                    .await
-                {
-                    let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)"))
-                        .execute(&m)
-                        .await;
-                }
-            });
-        })
-        .join();
-    }
+    let views = Views::start("callstream_test_api", "api").await?;
+    let router = app(state(&views.api_config())?);
+    Ok(Env { router, views })
 }
 
 async fn call(
@@ -135,12 +69,13 @@ async fn seed(env: &Env, events: &[AnyEvent], tenant: &str, jobs: i64) -> Result
             AnyEvent::AuditEvent(_) => (t::AUDIT, tenant.to_string()),
             _ => anyhow::bail!("not seeded here"),
         };
-        callstream_e2e::produce(&producer, &env.topics.name(topic), &key, &e.encode()?).await?;
+        callstream_e2e::produce(&producer, &env.views.topics.name(topic), &key, &e.encode()?)
+            .await?;
     }
     for _ in 0..200 {
         let n: i64 = sqlx::query_scalar("SELECT count(*) FROM jobs WHERE tenant_id = $1")
             .bind(tenant)
-            .fetch_one(&env.pool)
+            .fetch_one(&env.views.db.pool)
             .await?;
         if n >= jobs {
             return Ok(());
@@ -198,13 +133,13 @@ async fn errors_roles_and_tenant_isolation() -> Result<()> {
     )
     .await?;
     seed(&env, &[], "tb", 1).await?;
-    let viewer = create_token(&env.pool, "ta", Role::Viewer, "viewer@a")
+    let viewer = create_token(&env.views.db.pool, "ta", Role::Viewer, "viewer@a")
         .await?
         .token;
-    let operator = create_token(&env.pool, "ta", Role::Operator, "op@a")
+    let operator = create_token(&env.views.db.pool, "ta", Role::Operator, "op@a")
         .await?
         .token;
-    let other = create_token(&env.pool, "tb", Role::Admin, "admin@b")
+    let other = create_token(&env.views.db.pool, "tb", Role::Admin, "admin@b")
         .await?
         .token;
     let job_uri = format!("/v1/jobs/{job_a}");
@@ -422,10 +357,10 @@ async fn actions_put_commands_on_kafka_and_show_in_the_commands_view() -> Result
     let env = setup().await?;
     let job = Uuid::new_v4();
     seed(&env, &[plan("ta", "c1", job)], "ta", 1).await?;
-    let operator = create_token(&env.pool, "ta", Role::Operator, "op@a")
+    let operator = create_token(&env.views.db.pool, "ta", Role::Operator, "op@a")
         .await?
         .token;
-    let admin = create_token(&env.pool, "ta", Role::Admin, "admin@a")
+    let admin = create_token(&env.views.db.pool, "ta", Role::Admin, "admin@a")
         .await?
         .token;
 
@@ -448,7 +383,7 @@ async fn actions_put_commands_on_kafka_and_show_in_the_commands_view() -> Result
     // The command is on contact-commands, keyed by contact, as the schema defines it.
     let consumer =
         callstream_e2e::read_committed_consumer(&callstream_e2e::unique_name("api-check"))?;
-    consumer.subscribe(&[&env.topics.name(t::CONTACT_COMMANDS)])?;
+    consumer.subscribe(&[&env.views.topics.name(t::CONTACT_COMMANDS)])?;
     let msg = tokio::time::timeout(Duration::from_secs(30), consumer.recv()).await??;
     assert_eq!(msg.key(), Some(&b"c1"[..]));
     let Ok(AnyEvent::ContactCommand(cmd)) = decode_any(msg.payload().unwrap_or_default()) else {
@@ -506,7 +441,7 @@ async fn actions_put_commands_on_kafka_and_show_in_the_commands_view() -> Result
     );
     // The audit view has the operator's request with its actor.
     let actor: String = sqlx::query_scalar("SELECT actor_id FROM audit WHERE tenant_id = 'ta' AND command_id = $1 AND result = 'requested'")
-        .bind(command_id).fetch_one(&env.pool).await?;
+        .bind(command_id).fetch_one(&env.views.db.pool).await?;
     assert_eq!(actor, "op@a");
 
     // A control change is applied once it is on the log; ?wait sees it.

@@ -5,13 +5,15 @@
 //! contact, where the CRM dispatcher reads it; the dispatcher's audit of it shows in
 //! `GET /v1/commands/{id}`.
 
+mod views;
+
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
-use callstream_operator_api::{app, create_token, state, OperatorApiConfig, Role};
-use callstream_platform::{admin, topics as t, KafkaSettings, Topics};
+use callstream_operator_api::{app, create_token, state, Role};
+use callstream_platform::topics as t;
 use callstream_schemas::{
     decode_any, Actor, ActorKind, AnyEvent, AuditEvent, AuditResult, ContactCommandKind, Event,
     ExceptionEvent, ExceptionStatus, ExceptionType,
@@ -21,87 +23,21 @@ use http_body_util::BodyExt;
 use rdkafka::consumer::Consumer;
 use rdkafka::Message;
 use serde_json::{json, Value};
-use sqlx::postgres::PgPoolOptions;
 use tower::ServiceExt;
 use uuid::Uuid;
-
-fn server_url(db: &str) -> String {
-    let url = callstream_e2e::database_url();
-    format!("{}/{db}", &url[..url.rfind('/').unwrap_or(url.len())])
-}
+use views::Views;
 
 struct Env {
     router: axum::Router,
-    topics: Topics,
-    pool: sqlx::PgPool,
-    db: String,
-    _stop: tokio::sync::oneshot::Sender<()>,
-}
-
-impl Drop for Env {
-    /// Drops the test's database, on a thread of its own: the test's runtime is ending.
-    fn drop(&mut self) {
-        let (db, pool) = (self.db.clone(), self.pool.clone());
-        let _ = std::thread::spawn(move || {
-            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            else {
-                return;
-            };
-            rt.block_on(async move {
-                pool.close().await;
-                let server = PgPoolOptions::new()
-                    .max_connections(1)
-                    .connect(&server_url("postgres"))
-                    .await;
-                if let Ok(server) = server {
-                    let drop = format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)");
-                    let _ = sqlx::query(&drop).execute(&server).await;
-                }
-            });
-        })
-        .join();
-    }
+    views: Views,
 }
 
 /// A database of its own, topics behind a unique prefix, the projections running and the
 /// router.
 async fn setup() -> Result<Env> {
-    let db = callstream_e2e::unique_name("callstream_test_crm_retry").replace('-', "_");
-    let server = PgPoolOptions::new()
-        .max_connections(1)
-        .connect(&server_url("postgres"))
-        .await?;
-    sqlx::query(&format!("CREATE DATABASE {db}"))
-        .execute(&server)
-        .await?;
-    let url = server_url(&db);
-    let pool = PgPoolOptions::new()
-        .max_connections(4)
-        .connect(&url)
-        .await?;
-    callstream_projections::migrate(&pool).await?;
-    let mut topics = Topics::with_prefix(format!("{}-", callstream_e2e::unique_name("crmretry")));
-    topics.partitions = 2;
-    let kafka = KafkaSettings::new(callstream_e2e::bootstrap_servers(), "crm-retry-test");
-    admin::ensure_topics(&kafka, &topics.specs()).await?;
-    let mut projections =
-        callstream_projections::ProjectionsConfig::new(url.clone(), kafka.clone(), topics.clone());
-    projections.batch_max_wait = Duration::from_millis(10);
-    projections.metadata_interval = Duration::from_millis(300);
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(callstream_projections::run(projections, async {
-        let _ = stopped.await;
-    }));
-    let router = app(state(&OperatorApiConfig::new(url, kafka, topics.clone()))?);
-    Ok(Env {
-        router,
-        topics,
-        pool,
-        db,
-        _stop: stop,
-    })
+    let views = Views::start("callstream_test_crm_retry", "crmretry").await?;
+    let router = app(state(&views.api_config())?);
+    Ok(Env { router, views })
 }
 
 async fn post(env: &Env, uri: &str, token: &str) -> Result<(StatusCode, Value)> {
@@ -152,12 +88,12 @@ fn exception(
 async fn seed(env: &Env, exceptions: &[&ExceptionEvent]) -> Result<()> {
     let producer = callstream_e2e::producer()?;
     for e in exceptions {
-        let topic = env.topics.name(t::EXCEPTIONS);
+        let topic = env.views.topics.name(t::EXCEPTIONS);
         callstream_e2e::produce(&producer, &topic, &e.contact_id, &e.encode()?).await?;
     }
     for _ in 0..400 {
         let n: i64 = sqlx::query_scalar("SELECT count(*) FROM exceptions")
-            .fetch_one(&env.pool)
+            .fetch_one(&env.views.db.pool)
             .await?;
         if n >= exceptions.len() as i64 {
             return Ok(());
@@ -175,13 +111,13 @@ async fn an_open_crm_failed_exception_is_retried_through_crm_commands() -> Resul
     let other_type = exception("c2", ExceptionType::NoSlot, Open);
     let closed = exception("c3", ExceptionType::CrmFailed, Resolved);
     seed(&env, &[&failed, &other_type, &closed]).await?;
-    let viewer = create_token(&env.pool, "ta", Role::Viewer, "viewer@a")
+    let viewer = create_token(&env.views.db.pool, "ta", Role::Viewer, "viewer@a")
         .await?
         .token;
-    let operator = create_token(&env.pool, "ta", Role::Operator, "op@a")
+    let operator = create_token(&env.views.db.pool, "ta", Role::Operator, "op@a")
         .await?
         .token;
-    let stranger = create_token(&env.pool, "tb", Role::Admin, "admin@b")
+    let stranger = create_token(&env.views.db.pool, "tb", Role::Admin, "admin@b")
         .await?
         .token;
     let uri = |id: Uuid| format!("/v1/exceptions/{id}/retry");
@@ -211,7 +147,7 @@ async fn an_open_crm_failed_exception_is_retried_through_crm_commands() -> Resul
     // On crm-commands, keyed by the exception's contact: the dispatcher's partition.
     let consumer =
         callstream_e2e::read_committed_consumer(&callstream_e2e::unique_name("crm-retry-check"))?;
-    consumer.subscribe(&[&env.topics.name(t::CRM_COMMANDS)])?;
+    consumer.subscribe(&[&env.views.topics.name(t::CRM_COMMANDS)])?;
     let message = tokio::time::timeout(Duration::from_secs(30), consumer.recv()).await??;
     assert_eq!(message.key(), Some(&b"c1"[..]));
     let Ok(AnyEvent::ContactCommand(command)) = decode_any(message.payload().unwrap_or_default())
@@ -248,7 +184,7 @@ async fn an_open_crm_failed_exception_is_retried_through_crm_commands() -> Resul
         detail: None,
     };
     let producer = callstream_e2e::producer()?;
-    let topic = env.topics.name(t::AUDIT);
+    let topic = env.views.topics.name(t::AUDIT);
     callstream_e2e::produce(&producer, &topic, "ta", &audit.encode()?).await?;
     let request = Request::builder()
         .uri(format!("/v1/commands/{command_id}?wait=10s"))

@@ -10,6 +10,8 @@ pub mod action;
 pub mod processors;
 pub mod seed;
 pub mod sims;
+#[path = "../views/mod.rs"]
+pub mod views;
 
 use std::time::{Duration, Instant};
 
@@ -19,17 +21,17 @@ use axum::http::{Request, StatusCode};
 use base64::Engine;
 use callstream_e2e::runtime::Running;
 use callstream_operator_api::{app, create_token, state, OperatorApiConfig, Role};
-use callstream_platform::{admin, topics as t, KafkaSettings, Topics};
+use callstream_platform::topics as t;
 use callstream_schemas::AnyEvent;
 use callstream_sim_crm::CrmState;
 use callstream_sim_voice::SimState;
 use http_body_util::BodyExt;
 use rdkafka::producer::FutureProducer;
 use serde_json::Value;
-use sqlx::postgres::{PgPool, PgPoolOptions};
 use tower::ServiceExt;
 
 use sims::{ACCOUNT, AUTH_TOKEN};
+use views::Views;
 
 /// How long the CRM refuses every request from the start: long enough for the dispatcher
 /// to join its group and fail a command for good, short next to the whole run.
@@ -39,8 +41,8 @@ pub struct Stack {
     pub router: axum::Router,
     /// The API's configuration (a test may serve it on a socket too).
     pub config: OperatorApiConfig,
-    pub topics: Topics,
-    pub pool: PgPool,
+    /// The database, the topics and the projections on them.
+    pub views: Views,
     pub sim: SimState,
     pub crm: CrmState,
     /// When the CRM answers again.
@@ -48,78 +50,37 @@ pub struct Stack {
     pub viewer: String,
     pub operator: String,
     pub admin: String,
-    db: String,
     producer: FutureProducer,
     processors: Vec<Running>,
-    stop_projections: Option<tokio::sync::oneshot::Sender<()>>,
-}
-
-fn server_url(db: &str) -> String {
-    let url = callstream_e2e::database_url();
-    format!("{}/{db}", &url[..url.rfind('/').unwrap_or(url.len())])
 }
 
 impl Stack {
     pub async fn start() -> Result<Self> {
-        let db = callstream_e2e::unique_name("callstream_test_actions").replace('-', "_");
-        let maintenance = PgPoolOptions::new()
-            .max_connections(1)
-            .connect(&server_url("postgres"))
-            .await?;
-        sqlx::query(&format!("CREATE DATABASE {db}"))
-            .execute(&maintenance)
-            .await?;
-        maintenance.close().await;
-        let url = server_url(&db);
-        let pool = PgPoolOptions::new()
-            .max_connections(4)
-            .connect(&url)
-            .await?;
-        callstream_projections::migrate(&pool).await?;
-
-        let mut topics = Topics::with_prefix(format!("{}-", callstream_e2e::unique_name("act")));
-        topics.partitions = 2;
-        let kafka = KafkaSettings::new(callstream_e2e::bootstrap_servers(), "actions-e2e");
-        admin::ensure_topics(&kafka, &topics.specs()).await?;
-
-        let mut projections = callstream_projections::ProjectionsConfig::new(
-            url.clone(),
-            kafka.clone(),
-            topics.clone(),
-        );
-        projections.batch_max_wait = Duration::from_millis(10);
-        projections.metadata_interval = Duration::from_millis(300);
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        tokio::spawn(callstream_projections::run(projections, async {
-            let _ = stopped.await;
-        }));
+        let views = Views::start("callstream_test_actions", "act").await?;
 
         let (sim, voice_base) = sims::voice_simulator().await?;
         let crm_back_at = Instant::now() + CRM_OUTAGE;
         let (crm, crm_base) = sims::crm_simulator(CRM_OUTAGE).await?;
-        let processors = processors::start(&topics, &voice_base, &crm_base)?;
+        let processors = processors::start(&views.topics, &voice_base, &crm_base)?;
 
-        let config = OperatorApiConfig::new(url, kafka, topics.clone());
+        let config = views.api_config();
         let router = app(state(&config)?);
-        let token = |role, who: &'static str| create_token(&pool, seed::TENANT, role, who);
+        let token = |role, who: &'static str| create_token(&views.db.pool, seed::TENANT, role, who);
         let viewer = token(Role::Viewer, "viewer@e2e").await?.token;
         let operator = token(Role::Operator, "operator@e2e").await?.token;
         let admin = token(Role::Admin, "admin@e2e").await?.token;
         Ok(Self {
             router,
             config,
-            topics,
-            pool,
+            views,
             sim,
             crm,
             crm_back_at,
             viewer,
             operator,
             admin,
-            db,
             producer: callstream_e2e::producer()?,
             processors,
-            stop_projections: Some(stop),
         })
     }
 
@@ -135,7 +96,7 @@ impl Stack {
             AnyEvent::CrmCommand(c) => (t::CRM_COMMANDS, c.contact_id.clone()),
             other => bail!("not an input of this test: {:?}", other.kind()),
         };
-        let topic = self.topics.name(topic);
+        let topic = self.views.topics.name(topic);
         callstream_e2e::produce(&self.producer, &topic, &key, &event.encode()?).await?;
         Ok(())
     }
@@ -219,9 +180,7 @@ impl Stack {
 
     /// Stops the processors (an error of theirs fails the test) and the projections.
     pub fn stop(mut self) -> Result<()> {
-        if let Some(stop) = self.stop_projections.take() {
-            let _ = stop.send(());
-        }
+        self.views.stop_projections();
         for running in std::mem::take(&mut self.processors) {
             running.stop()?;
         }
@@ -244,33 +203,5 @@ where
             bail!("{what}: not seen within {within:?}");
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-impl Drop for Stack {
-    fn drop(&mut self) {
-        let (db, pool) = (self.db.clone(), self.pool.clone());
-        // Drop runs outside async: a thread with its own runtime drops the database.
-        let _ = std::thread::spawn(move || {
-            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            else {
-                return;
-            };
-            rt.block_on(async move {
-                pool.close().await;
-                if let Ok(m) = PgPoolOptions::new()
-                    .max_connections(1)
-                    .connect(&server_url("postgres"))
-                    .await
-                {
-                    let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)"))
-                        .execute(&m)
-                        .await;
-                }
-            });
-        })
-        .join();
     }
 }
