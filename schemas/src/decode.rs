@@ -73,15 +73,10 @@ impl<'b> Input<'b> {
     }
 
     fn long(&mut self) -> Result<i64> {
-        let mut raw: u64 = 0;
-        for i in 0..10 {
-            let byte = self.take(1)?[0];
-            raw |= u64::from(byte & 0x7f) << (7 * i);
-            if byte & 0x80 == 0 {
-                return Ok(((raw >> 1) as i64) ^ -((raw & 1) as i64));
-            }
-        }
-        Err(Failed)
+        let rest = self.buf.get(self.pos..).ok_or(Failed)?;
+        let (n, len) = crate::varint::read_long(rest).map_err(|_| Failed)?;
+        self.pos += len;
+        Ok(n)
     }
 
     fn index(&mut self, count: usize) -> Result<usize> {

@@ -43,6 +43,7 @@ mod registry;
 mod scan;
 mod serde_util;
 pub mod types;
+pub mod varint;
 
 pub use codec::{decode_any, decode_value, header, split_header, HEADER_LEN, MAGIC};
 pub use error::{DecodeError, EncodeError};

@@ -12,6 +12,8 @@ use std::collections::HashMap;
 
 use apache_avro::{schema::Name, Schema};
 
+use crate::varint::VarintError;
+
 /// What the scan found wrong.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum ScanError {
@@ -89,16 +91,15 @@ impl Cursor<'_> {
 
     /// A zig-zag varint, as Avro encodes int and long.
     fn long(&mut self) -> Result<i64, ScanError> {
-        let mut raw: u64 = 0;
-        for i in 0..10 {
-            let byte = *self.buf.get(self.pos).ok_or(ScanError::Truncated)?;
-            self.pos += 1;
-            raw |= u64::from(byte & 0x7f) << (7 * i);
-            if byte & 0x80 == 0 {
-                return Ok(((raw >> 1) as i64) ^ -((raw & 1) as i64));
+        let rest = self.buf.get(self.pos..).ok_or(ScanError::Truncated)?;
+        match crate::varint::read_long(rest) {
+            Ok((n, len)) => {
+                self.pos += len;
+                Ok(n)
             }
+            Err(VarintError::Truncated) => Err(ScanError::Truncated),
+            Err(VarintError::TooLong) => Err(invalid("varint longer than 10 bytes")),
         }
-        Err(invalid("varint longer than 10 bytes"))
     }
 
     fn int(&mut self) -> Result<i64, ScanError> {

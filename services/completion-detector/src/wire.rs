@@ -17,6 +17,7 @@
 
 use apache_avro::schema::RecordSchema;
 use apache_avro::Schema;
+use callstream_schemas::varint::read_long;
 use callstream_schemas::{split_header, EventKind, Fingerprint};
 use uuid::Uuid;
 
@@ -122,16 +123,9 @@ impl<'a> Reader<'a> {
 
     /// A zig-zag varint (Avro's int and long), at most 10 bytes.
     fn long(&mut self) -> Option<i64> {
-        let mut raw: u64 = 0;
-        for i in 0..10 {
-            let (&byte, tail) = self.rest.split_first()?;
-            self.rest = tail;
-            raw |= u64::from(byte & 0x7f) << (7 * i);
-            if byte & 0x80 == 0 {
-                return Some(((raw >> 1) as i64) ^ -((raw & 1) as i64));
-            }
-        }
-        None
+        let (n, len) = read_long(self.rest).ok()?;
+        self.rest = self.rest.get(len..)?;
+        Some(n)
     }
 
     fn bytes(&mut self) -> Option<&'a [u8]> {
