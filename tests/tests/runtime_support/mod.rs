@@ -13,11 +13,10 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, ensure, Context, Result};
 use callstream_e2e::{bootstrap_servers, client_config, create_topic, producer, unique_name};
 use callstream_runtime::testkit::decode_count;
-use rdkafka::consumer::{BaseConsumer, Consumer, StreamConsumer};
+use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::Message;
 use rdkafka::producer::FutureRecord;
 use rdkafka::util::Timeout;
-use rdkafka::{Offset, TopicPartitionList};
 
 pub const PARTITIONS: i32 = 6;
 
@@ -184,16 +183,7 @@ pub async fn read_partitions(
     expected: usize,
     timeout: Duration,
 ) -> Result<Vec<(String, Vec<u8>)>> {
-    let consumer: StreamConsumer = client_config()
-        .set("group.id", unique_name("reader"))
-        .set("isolation.level", "read_committed")
-        .set("enable.auto.commit", "false")
-        .create()?;
-    let mut assignment = TopicPartitionList::new();
-    for partition in 0..partitions {
-        assignment.add_partition_offset(topic, partition, Offset::Beginning)?;
-    }
-    consumer.assign(&assignment)?;
+    let consumer = callstream_e2e::runtime::reader(topic, partitions)?;
     let mut records = Vec::new();
     let deadline = Instant::now() + timeout;
     let mut settle_until: Option<Instant> = None;
