@@ -98,8 +98,7 @@ impl CallingWindow {
         }
         let from = day_start(day)?;
         let to = day_start(day.checked_add(1)?)?;
-        let mut intervals = self.intervals_around(from, to);
-        intervals.retain(|iv| iv.end > from && iv.start < to);
+        let intervals = self.intervals_around(from, to);
         if days.len() >= MAX_DAYS {
             days.clear();
         }

@@ -2,7 +2,7 @@
 //! local day by local day: the ground truth that [`super::day_table`]
 //! caches, and the slow path for long searches.
 
-use chrono::{DateTime, NaiveDate, Utc};
+use chrono::{DateTime, NaiveDate, TimeDelta, Utc};
 use chrono_tz::Tz;
 
 use super::intervals::{self, intersect, Interval};
@@ -66,8 +66,15 @@ impl CallingWindow {
                 })
     }
 
-    /// Allowed intervals (intersection over zones) for every occurrence that
-    /// can touch `[from, to)`; intervals are whole, not clipped.
+    /// The allowed intervals (intersection over zones) that meet
+    /// `[from, to)`, whole, not clipped.
+    ///
+    /// Why only those: an allowed interval lies inside one local day's
+    /// federal hours in every zone (the 21:00-08:00 gap keeps days apart),
+    /// so one built from occurrences of the local days around `[from, to)`
+    /// is whole when it meets that range. One that ended earlier may lack
+    /// pieces from older occurrences and start later than it really does:
+    /// a false opening.
     pub(super) fn intervals_around(&self, from: DateTime<Utc>, to: DateTime<Utc>) -> Vec<Interval> {
         let mut result: Option<Vec<Interval>> = None;
         for &tz in &self.zones {
@@ -81,7 +88,9 @@ impl CallingWindow {
                 Some(acc) => intersect(&acc, &mine),
             });
         }
-        result.unwrap_or_default()
+        let mut meeting = result.unwrap_or_default();
+        meeting.retain(|iv| iv.end > from && iv.start < to);
+        meeting
     }
 
     /// Walks forward from `at` a chunk at a time, returning the first
@@ -92,21 +101,23 @@ impl CallingWindow {
         horizon: DateTime<Utc>,
         pick: impl Fn(&Interval) -> Option<DateTime<Utc>>,
     ) -> Option<DateTime<Utc>> {
+        // Chunks are half-open; ending just past the horizon keeps an
+        // interval that opens exactly at the horizon.
+        let end = horizon
+            .checked_add_signed(TimeDelta::nanoseconds(1))
+            .unwrap_or(horizon);
         let mut from = at;
         let mut chunk = FIRST_CHUNK;
-        while from <= horizon {
-            let to = from
-                .checked_add_signed(chunk)
-                .unwrap_or(horizon)
-                .min(horizon);
+        while from < end {
+            let to = from.checked_add_signed(chunk).unwrap_or(end).min(end);
             chunk = (chunk * 2).min(MAX_CHUNK);
+            // Each interval meets some chunk, and an interval meeting two
+            // gives the same answer in both, so the first answer is the
+            // first overall.
             for iv in self.intervals_around(from, to) {
                 if let Some(found) = pick(&iv) {
                     return (found <= horizon).then_some(found);
                 }
-            }
-            if to >= horizon {
-                return None;
             }
             from = to;
         }

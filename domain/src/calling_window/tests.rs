@@ -316,6 +316,40 @@ fn several_rules_combine() {
     );
 }
 
+/// A Friday-evening rule that runs into Saturday morning and a Saturday
+/// rule that starts where it stops make one Saturday interval, opening at
+/// 08:00. Found by the day-table property: a search whose later chunk
+/// began after that interval rebuilt it without Friday's piece and
+/// reported a false opening at 08:40.
+#[test]
+fn an_interval_joined_from_two_days_rules_is_never_reported_as_opening_late() {
+    let campaign = CampaignWindow::new(vec![
+        WindowRule::new(
+            Days::of(&[Weekday::Wed, Weekday::Thu, Weekday::Sat]),
+            t(8, 40),
+            t(0, 0),
+        ),
+        WindowRule::new(Days::of(&[Weekday::Fri]), t(18, 35), t(8, 40)),
+    ])
+    .unwrap();
+    let w = campaign.in_zones(vec![Chicago, New_York]).unwrap();
+    // Saturday 2028-04-01: allowed from 08:00 Chicago (13:00Z) on.
+    let at = utc(2028, 4, 1, 13, 5);
+    let horizon = utc(2028, 4, 2, 14, 5);
+    assert!(w.is_allowed(utc(2028, 4, 1, 13, 0)));
+    assert_eq!(w.next_opening(at, horizon), None);
+    assert_eq!(
+        w.scan(at, horizon, |iv| (iv.start >= at).then_some(iv.start)),
+        None
+    );
+    // The next opening is Wednesday 08:40 Chicago, after Sunday and a
+    // closed Monday and Tuesday.
+    assert_eq!(
+        w.next_opening(at, utc(2028, 4, 10, 0, 0)),
+        Some(local(Chicago, 2028, 4, 5, 8, 40))
+    );
+}
+
 #[test]
 fn settings_are_validated_and_round_trip() {
     let json = r#"[{"days":["mon","Tuesday","FRI"],"start":"09:00","end":"17:30"},
