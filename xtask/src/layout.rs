@@ -72,6 +72,10 @@ impl Layout {
     pub fn kafka_log(&self) -> PathBuf {
         self.kafka_dir().join("kafka.log")
     }
+    /// Topics a failed test run kept for inspection; the next run deletes them.
+    pub fn test_topics_file(&self) -> PathBuf {
+        self.stack.join("test-topics.txt")
+    }
     pub fn kafka_pid(&self) -> PathBuf {
         self.kafka_dir().join("kafka.pid")
     }

@@ -9,8 +9,9 @@
 //! can run side by side; the few that stop a server of the stack run alone at the end.
 //!
 //! The run ends with `N passed, N failed` and fails when a build, a binary or a test does.
+//! A passing run deletes the topics its tests made (see `kafka::topics`).
 
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 use std::fs::{self, File};
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -22,6 +23,7 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context, Result};
 
 use crate::cargo_cmds::{cargo, run_topics_create, stack_env};
+use crate::kafka::topics;
 use crate::layout::Layout;
 use crate::stack;
 use crate::summary::Tally;
@@ -67,6 +69,8 @@ pub fn test(layout: &Layout, args: &[String]) -> Result<()> {
             println!("topics: warning: {e:#}");
         }
     }
+
+    let topics_before = topics_before_the_run(layout);
 
     let durations_file = layout.stack.join("test-durations.tsv");
     let mut durations =
@@ -114,7 +118,51 @@ pub fn test(layout: &Layout, args: &[String]) -> Result<()> {
     }
     // Timings only steer the next run's order; failing to keep them changes nothing else.
     let _ = fs::write(&durations_file, test_plan::format_durations(&durations));
+    if let Some(before) = topics_before {
+        let passed = outcomes.iter().all(Outcome::ok);
+        if let Err(e) = clean_up_topics(layout, &before, passed) {
+            println!("topics: warning: could not clean up the run's topics: {e:#}");
+        }
+    }
     report(&outcomes, started.elapsed())
+}
+
+/// Deletes what a failed earlier run kept, then lists the topics there are before the tests
+/// make theirs. `None` when the broker's topics cannot be listed: then nothing is cleaned up.
+fn topics_before_the_run(layout: &Layout) -> Option<BTreeSet<String>> {
+    match topics::delete_leftovers(layout) {
+        Ok(0) => {}
+        Ok(n) => println!("topics: deleted {n} topics an earlier failed run kept"),
+        Err(e) => println!("topics: warning: could not delete an earlier run's topics: {e:#}"),
+    }
+    match topics::list(layout) {
+        Ok(names) => Some(names),
+        Err(e) => {
+            println!("topics: warning: cannot list topics, so this run's stay: {e:#}");
+            None
+        }
+    }
+}
+
+/// Deletes the topics the run made when it passed; keeps them for inspection when it failed.
+fn clean_up_topics(layout: &Layout, before: &BTreeSet<String>, passed: bool) -> Result<()> {
+    let made: BTreeSet<String> = topics::list(layout)?.difference(before).cloned().collect();
+    if made.is_empty() {
+        return Ok(());
+    }
+    if passed {
+        topics::delete(layout, &made)?;
+        println!("topics: deleted the {} topics the tests made", made.len());
+    } else {
+        topics::keep_for_inspection(layout, &made)?;
+        println!(
+            "topics: kept the {} topics the tests made, for inspection (listed in {}); the next \
+             run deletes them",
+            made.len(),
+            layout.show(&layout.test_topics_file())
+        );
+    }
+    Ok(())
 }
 
 /// `cargo test --no-run`, reading the test executables from cargo's JSON messages while its

@@ -9,9 +9,11 @@
 pub mod config;
 pub mod dist;
 pub mod protocol;
+pub mod topics;
 
 use std::fs::{self, OpenOptions};
 use std::net::SocketAddr;
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
@@ -22,7 +24,10 @@ use crate::layout::{self, Layout, KAFKA_CONTROLLER_PORT, KAFKA_HOST, KAFKA_PORT}
 use crate::procs;
 use protocol::ClusterInfo;
 
-const READY_TIMEOUT: Duration = Duration::from_secs(90);
+/// A broker loads every partition's log before it answers; storage with many topics (old test
+/// runs, a long demo) takes minutes, so the wait is long and says that it is still waiting.
+const READY_TIMEOUT: Duration = Duration::from_secs(300);
+const READY_PROGRESS_EVERY: Duration = Duration::from_secs(30);
 const STOP_GRACE: Duration = Duration::from_secs(60);
 /// Heap and GC of the dev broker: enough for tests, modest on a shared machine.
 const JVM_OPTS: &[&str] = &[
@@ -203,27 +208,31 @@ fn classpath(layout: &Layout) -> String {
     format!("{}/*", layout.kafka_libs().display())
 }
 
+/// Runs one of Kafka's own command-line tools (`class`) from the fetched jars, quietly logged,
+/// and returns its standard output, trimmed.
+pub fn run_tool(layout: &Layout, java: &Path, class: &str, args: &[&str]) -> Result<String> {
+    let mut cmd = Command::new(java);
+    cmd.arg(format!(
+        "-Dlog4j2.configurationFile={}",
+        layout
+            .kafka_assets()
+            .join("tools-log4j2.properties")
+            .display()
+    ))
+    .arg("-cp")
+    .arg(classpath(layout))
+    .arg(class)
+    .args(args);
+    let out = procs::run_captured(&mut cmd, class)?;
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
 /// Formats the data directory once (a formatted one has meta.properties).
-fn format_storage(layout: &Layout, java: &std::path::Path) -> Result<()> {
+fn format_storage(layout: &Layout, java: &Path) -> Result<()> {
     if layout.kafka_data().join("meta.properties").exists() {
         return Ok(());
     }
-    let tool = |args: &[&str]| -> Result<String> {
-        let mut cmd = Command::new(java);
-        cmd.arg(format!(
-            "-Dlog4j2.configurationFile={}",
-            layout
-                .kafka_assets()
-                .join("tools-log4j2.properties")
-                .display()
-        ))
-        .arg("-cp")
-        .arg(classpath(layout))
-        .arg("kafka.tools.StorageTool")
-        .args(args);
-        let out = procs::run_captured(&mut cmd, "kafka.tools.StorageTool")?;
-        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
-    };
+    let tool = |args: &[&str]| run_tool(layout, java, "kafka.tools.StorageTool", args);
     let cluster_id = tool(&["random-uuid"])?;
     let props = layout.kafka_properties().display().to_string();
     let out = tool(&["format", "--standalone", "-t", &cluster_id, "-c", &props])?;
@@ -239,9 +248,19 @@ fn wait_ready(
     mut child: Option<&mut std::process::Child>,
     log_start: u64,
 ) -> Result<ClusterInfo> {
-    let deadline = Instant::now() + READY_TIMEOUT;
+    let started = Instant::now();
+    let deadline = started + READY_TIMEOUT;
+    let mut next_progress = started + READY_PROGRESS_EVERY;
     let mut last_err = anyhow::anyhow!("not probed yet");
     while Instant::now() < deadline {
+        if Instant::now() >= next_progress {
+            println!(
+                "kafka: still starting after {}s (it loads every partition first; log {})",
+                started.elapsed().as_secs(),
+                layout.show(&layout.kafka_log())
+            );
+            next_progress += READY_PROGRESS_EVERY;
+        }
         let exited = match child.as_deref_mut() {
             Some(c) => c.try_wait()?.map(|s| s.to_string()),
             None => (!procs::is_alive(pid)).then(|| "gone".to_string()),
