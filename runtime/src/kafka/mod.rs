@@ -16,7 +16,7 @@ use callstream_platform::KafkaSettings;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::KafkaError;
 use rdkafka::message::{Headers as _, Message};
-use rdkafka::producer::{Producer, ThreadedProducer};
+use rdkafka::producer::{Producer, ProducerContext, ThreadedProducer};
 use tracing::{error, info, warn};
 
 use crate::api::{Processor, Record};
@@ -169,6 +169,37 @@ impl EffectExecutor {
     }
 }
 
+/// How long one `init_transactions` call may block, and how long the runtime keeps retrying.
+const INIT_TRANSACTIONS_TIMEOUT: Duration = Duration::from_secs(30);
+const INIT_TRANSACTIONS_GIVE_UP: Duration = Duration::from_secs(300);
+
+/// `init_transactions`, retried while its error is retriable (as librdkafka's
+/// `examples/transactions.c` and Kafka Streams do): on a new cluster the first
+/// producer's call can time out while the broker creates and loads
+/// `__transaction_state`, and a busy broker can be slow to answer. Gives up after
+/// [`INIT_TRANSACTIONS_GIVE_UP`] or when shutdown is asked for.
+fn init_transactions<C: ProducerContext>(
+    producer: &ThreadedProducer<C>,
+    app: &str,
+    shutdown: &AtomicBool,
+) -> Result<(), KafkaError> {
+    let started = Instant::now();
+    loop {
+        match producer.init_transactions(INIT_TRANSACTIONS_TIMEOUT) {
+            Err(KafkaError::Transaction(e))
+                if e.is_retriable()
+                    && started.elapsed() < INIT_TRANSACTIONS_GIVE_UP
+                    && !shutdown.load(Ordering::Relaxed) =>
+            {
+                warn!(%app, error = %e, waited_s = started.elapsed().as_secs(),
+                    "init_transactions retriable; retrying");
+                std::thread::sleep(Duration::from_secs(1));
+            }
+            other => return other,
+        }
+    }
+}
+
 /// Runs `processor` until `config.shutdown` is set or a fatal error occurs.
 /// Blocks the calling thread: call it from a thread of its own (or
 /// `tokio::task::spawn_blocking`).
@@ -196,12 +227,12 @@ pub fn run<P: Processor>(
                 config.transaction_timeout.as_millis().to_string(),
             );
             let producer: ThreadedProducer<_> = producer_config.create().map_err(client_error)?;
-            producer
-                .init_transactions(Duration::from_secs(30))
-                .map_err(|source| RuntimeError::Fatal {
+            init_transactions(&producer, &spec.app_id, &config.shutdown).map_err(|source| {
+                RuntimeError::Fatal {
                     app: spec.app_id.clone(),
                     source,
-                })?;
+                }
+            })?;
             producer
         }
         Guarantee::AtLeastOnce => config
