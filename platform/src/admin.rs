@@ -91,14 +91,14 @@ pub fn partition_counts(
 /// How long `ensure_topics` waits for the topics it created to show up in metadata.
 const METADATA_PROPAGATION_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Waits until every topic of `specs` is in the cluster's metadata with all its partitions
-/// led. CreateTopics answers once the controller has the topic; the brokers learn of it a
-/// moment later, and a client started in between (a processor checking its inputs, a consumer
-/// assigning partitions) would see the topic missing.
-async fn await_leaders(
+/// Waits until every topic of `topics` (name, partitions) is in the cluster's metadata with
+/// all its partitions led. CreateTopics answers once the controller has the topic; the brokers
+/// learn of it a moment later (seconds on a busy broker), and a client started in between (a
+/// processor checking its inputs, a consumer assigning partitions) would see it missing.
+pub async fn await_leaders(
     admin: &AdminClient<DefaultClientContext>,
     servers: &str,
-    specs: &[&TopicSpec],
+    topics: &[(&str, i32)],
 ) -> Result<(), AdminError> {
     let deadline = tokio::time::Instant::now() + METADATA_PROPAGATION_TIMEOUT;
     loop {
@@ -109,22 +109,22 @@ async fn await_leaders(
                 servers: servers.to_string(),
                 source,
             })?;
-        let ready = |spec: &&&TopicSpec| {
+        let ready = |&&(name, partitions): &&(&str, i32)| {
             metadata.topics().iter().any(|t| {
-                t.name() == spec.name
+                t.name() == name
                     && t.error().is_none()
-                    && t.partitions().len() as i32 == spec.partitions
+                    && t.partitions().len() as i32 == partitions
                     && t.partitions()
                         .iter()
                         .all(|p| p.leader() >= 0 && p.error().is_none())
             })
         };
-        let Some(waiting) = specs.iter().find(|spec| !ready(spec)) else {
+        let Some(&(waiting, _)) = topics.iter().find(|topic| !ready(topic)) else {
             return Ok(());
         };
         if tokio::time::Instant::now() >= deadline {
             return Err(AdminError::NotPropagated {
-                topic: waiting.name.clone(),
+                topic: waiting.to_string(),
                 waited: METADATA_PROPAGATION_TIMEOUT,
             });
         }
@@ -189,7 +189,11 @@ async fn reconcile(
                 Err((topic, code)) => return Err(AdminError::CreateFailed { topic, code }),
             }
         }
-        await_leaders(&admin, &settings.bootstrap_servers, &missing).await?;
+        let created: Vec<(&str, i32)> = missing
+            .iter()
+            .map(|s| (s.name.as_str(), s.partitions))
+            .collect();
+        await_leaders(&admin, &settings.bootstrap_servers, &created).await?;
     }
 
     let present: Vec<&TopicSpec> = specs

@@ -90,7 +90,8 @@ pub async fn create_topic_with(
     for (key, value) in settings {
         topic = topic.set(key, value);
     }
-    // Wait for the controller to finish, so the topic is usable when this returns.
+    // Wait for the controller to finish and the broker to lead every partition, so the topic
+    // is usable when this returns.
     let options = AdminOptions::new().operation_timeout(Some(Timeout::After(BROKER_TIMEOUT)));
     let results = admin
         .create_topics([&topic], &options)
@@ -101,6 +102,11 @@ pub async fn create_topic_with(
             bail!("creating topic {topic}: {code}");
         }
     }
+    // The broker learns of the topic after the controller answers; a processor started before
+    // would refuse to start for a missing input.
+    callstream_platform::admin::await_leaders(&admin, &bootstrap_servers(), &[(name, partitions)])
+        .await
+        .with_context(|| format!("waiting for topic {name} to be led"))?;
     Ok(())
 }
 

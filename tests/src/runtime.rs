@@ -35,8 +35,21 @@ impl Running {
         );
         configure(&mut config);
         let shutdown = config.shutdown.clone();
-        let thread = std::thread::spawn(move || callstream_runtime::run(processor, spec, config));
+        let thread = std::thread::spawn(move || {
+            let app = spec.app_id.clone();
+            let result = callstream_runtime::run(processor, spec, config);
+            // Said at once: a test waiting on outputs would otherwise only time out.
+            if let Err(e) = &result {
+                eprintln!("processor {app} stopped on its own: {e}");
+            }
+            result
+        });
         Self { shutdown, thread }
+    }
+
+    /// Whether the processor has stopped (failed) on its own; `stop` tells why.
+    pub fn is_finished(&self) -> bool {
+        self.thread.is_finished()
     }
 
     /// Asks the processor to stop and waits for it; its error, if any, fails the test.

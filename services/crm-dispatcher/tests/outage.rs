@@ -81,6 +81,8 @@ fn busy_contacts(prefix: &str, n: usize) -> Vec<String> {
 }
 
 async fn outage_under_load(length: Duration) -> Result<()> {
+    // The dispatcher's warnings land in the test's output, which shows on failure.
+    callstream_platform::telemetry::init_tracing("warn");
     let sim = Sim::start(callstream_sim_crm::CrmBehaviour::default()).await?;
     let mut stack = Stack::new("crm-outage", &sim).await?;
     // Production's policy; the kit's short timeouts are for crash tests.
@@ -133,7 +135,18 @@ async fn outage_under_load(length: Duration) -> Result<()> {
         stack.send(&cmd).await?;
         fresh.push(cmd.operation_id);
     }
-    collected.wait_for(&fresh, Duration::from_secs(30)).await?;
+    if let Err(e) = collected.wait_for(&fresh, Duration::from_secs(30)).await {
+        let stats = sim.stats().await?;
+        anyhow::bail!(
+            "{e:#} (fresh contacts); {} results in all, the dispatcher {}; CRM stats {stats}",
+            collected.by_op().len(),
+            if running.is_finished() {
+                "has stopped"
+            } else {
+                "runs"
+            },
+        );
+    }
     let fresh_after = back_at.elapsed();
     let ops = |sent: &[Sent]| -> Vec<_> { sent.iter().map(|s| s.command.operation_id).collect() };
     let waiting = {
