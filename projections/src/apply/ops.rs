@@ -64,7 +64,8 @@ struct TimelineRow<'a> {
     topic: &'a str,
     partition: i32,
     offset: i64,
-    event: Value,
+    /// The event as JSON text, bound as text and stored as `json` as it is.
+    event: String,
 }
 
 /// Every event that names a contact becomes a timeline entry, with what happened (its
@@ -110,7 +111,7 @@ fn timeline_row<'a>(record: &Located<'a>) -> Option<TimelineRow<'a>> {
         topic: record.topic,
         partition: record.partition,
         offset: record.offset,
-        event: json,
+        event: json.to_string(),
     })
 }
 
@@ -144,7 +145,7 @@ pub(super) async fn timeline(
             ("topic", "text"),
             ("partition", "int4"),
             ("kafka_offset", "int8"),
-            ("event", "jsonb"),
+            ("event", "json"),
         ],
     );
     sqlx::query(&format!(
@@ -162,7 +163,7 @@ pub(super) async fn timeline(
     .bind(col(rows, |r| r.topic))
     .bind(col(rows, |r| r.partition))
     .bind(col(rows, |r| r.offset))
-    .bind(col(rows, |r| &r.event))
+    .bind(col(rows, |r| r.event.as_str()))
     .execute(&mut *conn)
     .await?;
     Ok(())
