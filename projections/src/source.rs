@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use callstream_platform::kafka::ReadToEndContext;
 use callstream_platform::{KafkaSettings, Topics};
 use rdkafka::consumer::{Consumer, StreamConsumer};
 use rdkafka::error::KafkaError;
@@ -60,7 +61,7 @@ impl TopicNames {
 
 /// A consumer that is assigned partitions explicitly.
 pub struct Source {
-    consumer: StreamConsumer,
+    consumer: StreamConsumer<ReadToEndContext>,
     names: TopicNames,
     assigned: BTreeMap<TopicPartition, ()>,
 }
@@ -77,7 +78,9 @@ impl Source {
         config
             .set("enable.partition.eof", if eof { "true" } else { "false" })
             .set("fetch.wait.max.ms", "50");
-        let consumer: StreamConsumer = config.create()?;
+        // The context keeps partition ends (a rebuild's progress) out of the error log.
+        let consumer: StreamConsumer<ReadToEndContext> =
+            config.create_with_context(ReadToEndContext)?;
         Ok(Self {
             consumer,
             names,

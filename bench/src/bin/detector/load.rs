@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _, Result};
 use callstream_bench::kafka::unique_name;
+use callstream_platform::kafka::ReadToEndContext;
 use callstream_platform::KafkaSettings;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
@@ -127,7 +128,9 @@ pub fn latest_sizes(
         .set("enable.partition.eof", "true")
         .set("fetch.max.bytes", "52428800")
         .set("max.partition.fetch.bytes", "4194304");
-    let consumer: BaseConsumer = config.create().context("creating a changelog reader")?;
+    let consumer: BaseConsumer<ReadToEndContext> = config
+        .create_with_context(ReadToEndContext)
+        .context("creating a changelog reader")?;
     let mut assignment = TopicPartitionList::new();
     for partition in 0..partitions {
         assignment.add_partition_offset(topic, partition, Offset::Beginning)?;
