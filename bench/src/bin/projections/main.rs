@@ -73,6 +73,9 @@ pub struct Args {
     /// Longest a batch waits to fill, ms (the projections' default).
     #[arg(long, default_value_t = 100)]
     batch_ms: u64,
+    /// Most records in one transaction of the rebuild (the projections' default).
+    #[arg(long, default_value_t = 20_000)]
+    rebuild_batch_records: usize,
     /// Transactions a batch is committed in at once, a share of the views each (the
     /// projections' default).
     #[arg(long, default_value_t = 2)]
@@ -119,9 +122,16 @@ pub struct Args {
 }
 
 pub fn run(args: &Args, report: &mut Report) -> Result<()> {
-    if args.events == 0 || args.partitions < 1 || args.batch_records == 0 || args.commit_lanes == 0
+    if args.events == 0
+        || args.partitions < 1
+        || args.batch_records == 0
+        || args.rebuild_batch_records == 0
+        || args.commit_lanes == 0
     {
-        bail!("--events, --partitions, --batch-records and --commit-lanes must be positive");
+        bail!(
+            "--events, --partitions, --batch-records, --rebuild-batch-records and --commit-lanes \
+             must be positive"
+        );
     }
     if args.lag_rate == 0 || args.lag_seconds == 0 || args.lag_poll_ms == 0 {
         bail!("--lag-rate, --lag-seconds and --lag-poll-ms must be positive");
@@ -211,6 +221,7 @@ fn run_phases(
     config.batch_max_records = args.batch_records;
     config.batch_max_wait = Duration::from_millis(args.batch_ms);
     config.commit_lanes = args.commit_lanes;
+    config.rebuild_batch_records = args.rebuild_batch_records;
     let keys: Vec<String> = config
         .views
         .iter()
@@ -220,6 +231,11 @@ fn run_phases(
     report.emit("views", config.views.len() as f64, "views")?;
     report.emit("batch_records", args.batch_records as f64, "records")?;
     report.emit("commit_lanes", args.commit_lanes as f64, "lanes")?;
+    report.emit(
+        "rebuild_batch_records",
+        args.rebuild_batch_records as f64,
+        "records",
+    )?;
 
     let mut contacts_used = 0;
     if args.phases.contains(&Phase::Throughput) || args.phases.contains(&Phase::Rebuild) {
