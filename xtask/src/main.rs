@@ -63,7 +63,9 @@ enum Cmd {
     /// (binaries at once, default 4) and `--no-exclusive` (skip the tests that stop a server of
     /// the stack, which otherwise run alone at the end of a whole-workspace run). Each binary's
     /// output is kept in .stack/test-logs/ and printed when it fails. Tests get
-    /// KAFKA_BOOTSTRAP_SERVERS, DATABASE_URL and CALLSTREAM_KAFKA_LIBS.
+    /// KAFKA_BOOTSTRAP_SERVERS, DATABASE_URL and CALLSTREAM_KAFKA_LIBS. A passing run
+    /// deletes the topics its tests made; a failing one keeps them (listed in
+    /// .stack/test-topics.txt) until the next run.
     Test {
         /// Arguments for `cargo test` (a `-p` replaces the default `--workspace`).
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
