@@ -14,6 +14,9 @@ pub mod policy;
 pub mod slot_grid;
 pub mod workflow;
 
+// Retrying what failed: the dispatchers' delays.
+pub mod backoff;
+
 use chrono::{DateTime, Utc};
 
 /// The instants at which a call to one lead may be placed (its calling

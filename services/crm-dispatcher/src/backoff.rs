@@ -1,13 +1,16 @@
-//! Bounded retries with doubling, jittered delays. Pure: the jitter comes
-//! from a hash of the operation id and the failure count, not from a random
-//! source, so the state machine is deterministic on the test driver while
-//! commands that fail together still spread out.
+//! Bounded retries of CRM requests. The delays follow the shared rule in
+//! [`callstream_domain::backoff`] (doubling, equal jitter, pure: the same
+//! failure of the same operation always waits as long); what is the CRM
+//! dispatcher's own is the bound on failures and the `Retry-After` floor.
 //!
 //! Guarantee: the delay after failure `n` lies in `[d/2, d]` with `d =
-//! min(max_delay, base_delay * 2^(n-1))` ("equal jitter": spread, never 0),
-//! and a `Retry-After` from the CRM is a floor under it.
+//! min(max_delay, base_delay * 2^(n-1))`, and a `Retry-After` from the CRM
+//! is a floor under it.
 
 use std::time::Duration;
+
+pub use callstream_domain::backoff::seed_of;
+use callstream_domain::backoff::Backoff;
 
 /// How transient failures are retried.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,27 +37,25 @@ impl Default for RetryPolicy {
 }
 
 impl RetryPolicy {
+    /// The delay rule these settings give.
+    pub fn backoff(&self) -> Backoff {
+        Backoff {
+            base_delay: self.base_delay,
+            max_delay: self.max_delay,
+        }
+    }
+
     /// The un-jittered delay after failure number `failures` (1 = the
     /// first): doubling from `base_delay`, capped at `max_delay`.
     pub fn ceiling(&self, failures: u32) -> Duration {
-        let doublings = failures.saturating_sub(1).min(31);
-        self.base_delay
-            .saturating_mul(1u32 << doublings)
-            .min(self.max_delay)
+        self.backoff().ceiling(failures)
     }
 
     /// The delay after failure number `failures`, jittered by `seed`, and
     /// never shorter than `retry_after` (the CRM's own word).
     pub fn delay(&self, failures: u32, seed: u64, retry_after: Option<Duration>) -> Duration {
-        let ceiling = self.ceiling(failures);
-        let half = ceiling / 2;
-        let spread = u64::try_from(ceiling.saturating_sub(half).as_millis()).unwrap_or(u64::MAX);
-        let jitter = match spread {
-            0 => 0,
-            spread => mix(seed ^ u64::from(failures)) % (spread + 1),
-        };
-        let jittered = half + Duration::from_millis(jitter);
-        jittered.max(retry_after.unwrap_or_default())
+        let delay = self.backoff().delay(failures, seed);
+        delay.max(retry_after.unwrap_or_default())
     }
 
     /// Whether a command that has failed `failures` times may try again.
@@ -63,37 +64,10 @@ impl RetryPolicy {
     }
 }
 
-/// A jitter seed from an operation id.
-pub fn seed_of(id: &uuid::Uuid) -> u64 {
-    let (high, low) = id.as_u64_pair();
-    mix(high ^ low.rotate_left(17))
-}
-
-/// SplitMix64's finaliser: a cheap, well-spread 64-bit hash.
-fn mix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use proptest::prelude::*;
-
-    #[test]
-    fn ceilings_double_from_the_base_and_stop_at_the_cap() {
-        let policy = RetryPolicy {
-            max_failures: 10,
-            base_delay: Duration::from_millis(100),
-            max_delay: Duration::from_millis(1000),
-        };
-        let ceilings: Vec<u128> = (1..=6).map(|n| policy.ceiling(n).as_millis()).collect();
-        assert_eq!(ceilings, [100, 200, 400, 800, 1000, 1000]);
-        assert_eq!(policy.ceiling(u32::MAX), Duration::from_millis(1000));
-    }
 
     #[test]
     fn the_bound_counts_failures() {
@@ -134,32 +108,6 @@ mod tests {
                 delay >= low && delay <= high,
                 "{retry_after:?} {failures}: {delay:?}"
             );
-        }
-    }
-
-    proptest! {
-        #[test]
-        fn every_delay_is_between_half_and_all_of_its_ceiling(
-            base in 1u64..5_000, extra in 0u64..100_000, failures in 1u32..64, seed: u64,
-        ) {
-            let policy = RetryPolicy {
-                max_failures: 5,
-                base_delay: Duration::from_millis(base),
-                max_delay: Duration::from_millis(base + extra),
-            };
-            let ceiling = policy.ceiling(failures);
-            let delay = policy.delay(failures, seed, None);
-            prop_assert!(delay <= ceiling && delay >= ceiling / 2, "{delay:?} vs {ceiling:?}");
-            prop_assert_eq!(delay, policy.delay(failures, seed, None));
-        }
-
-        #[test]
-        fn jitter_spreads_commands_that_fail_together(failures in 1u32..6) {
-            let policy = RetryPolicy::default();
-            let delays: std::collections::BTreeSet<Duration> = (0..64u128)
-                .map(|i| policy.delay(failures, seed_of(&uuid::Uuid::from_u128(i)), None))
-                .collect();
-            prop_assert!(delays.len() > 16, "only {} distinct delays", delays.len());
         }
     }
 }
