@@ -6,8 +6,10 @@
 
 pub mod admin;
 pub mod kafka;
+pub mod settings;
 pub mod telemetry;
 pub mod topics;
 
 pub use kafka::KafkaSettings;
+pub use settings::{SettingError, Settings};
 pub use topics::{TopicKind, TopicSpec, Topics};

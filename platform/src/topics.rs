@@ -6,6 +6,8 @@
 //! Event topics keep their data forever (`retention.ms=-1`): the log is the
 //! source of truth and every view must be rebuildable from offset 0.
 
+use crate::settings::{SettingError, Settings};
+
 /// What a topic holds, which decides its cleanup policy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TopicKind {
@@ -126,16 +128,6 @@ pub struct BadSetting {
     pub value: String,
 }
 
-fn env_number(name: &'static str, default: i32) -> Result<i32, BadSetting> {
-    match std::env::var(name) {
-        Err(_) => Ok(default),
-        Ok(value) => match value.trim().parse::<i32>() {
-            Ok(n) if n > 0 => Ok(n),
-            _ => Err(BadSetting { name, value }),
-        },
-    }
-}
-
 impl Topics {
     /// Topics named behind `prefix`, with default settings.
     pub fn with_prefix(prefix: impl Into<String>) -> Self {
@@ -146,12 +138,15 @@ impl Topics {
     }
 
     /// Reads the `CALLSTREAM_TOPIC_*` settings described on the fields.
+    /// ([`Settings::topics`] reads them from any lookup.)
     pub fn from_env() -> Result<Self, BadSetting> {
-        Ok(Self {
-            prefix: std::env::var("CALLSTREAM_TOPIC_PREFIX").unwrap_or_default(),
-            partitions: env_number("CALLSTREAM_TOPIC_PARTITIONS", DEFAULT_PARTITIONS)?,
-            replication_factor: env_number("CALLSTREAM_REPLICATION_FACTOR", 1)?,
-            min_insync_replicas: env_number("CALLSTREAM_MIN_INSYNC_REPLICAS", 1)?,
+        Settings::env().topics().map_err(|error| match error {
+            SettingError::Invalid { name, value, .. } => BadSetting { name, value },
+            // Every topic setting has a default; kept total all the same.
+            SettingError::Missing(name) => BadSetting {
+                name,
+                value: String::new(),
+            },
         })
     }
 

@@ -13,7 +13,7 @@ use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::time::Duration;
 
-use callstream_platform::Topics;
+use callstream_platform::{SettingError, Settings, Topics};
 
 use crate::backoff::RetryPolicy;
 use crate::telemetry::CrmMetrics;
@@ -190,16 +190,10 @@ impl DispatchPolicy {
 /// A configuration that cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigError {
-    #[error("{0} is required")]
-    Missing(&'static str),
-    #[error("{name}={value:?}: {problem}")]
-    Invalid {
-        name: &'static str,
-        value: String,
-        problem: &'static str,
-    },
-    #[error("topics: {0}")]
-    Topics(String),
+    /// A setting is missing, does not parse, or is refused by
+    /// [`CrmDispatcherConfig::validate`].
+    #[error(transparent)]
+    Setting(#[from] SettingError),
 }
 
 impl CrmDispatcherConfig {
@@ -228,40 +222,31 @@ impl CrmDispatcherConfig {
 
     /// Reads the environment variables named on the fields.
     pub fn from_env() -> Result<Self, ConfigError> {
-        let topics = Topics::from_env().map_err(|e| ConfigError::Topics(e.to_string()))?;
-        Self::from_lookup(topics, |name| std::env::var(name).ok())
+        Self::from_lookup(Settings::env().topics()?, |name| std::env::var(name).ok())
     }
 
-    /// Like [`from_env`](Self::from_env) over any lookup (tests pass a map).
+    /// Like [`from_env`](Self::from_env) over any lookup (tests pass a map),
+    /// with the topics given.
     pub fn from_lookup(
         topics: Topics,
         get: impl Fn(&str) -> Option<String>,
     ) -> Result<Self, ConfigError> {
-        let get = |name: &str| get(name).filter(|v| !v.trim().is_empty());
-        let token =
-            get("CALLSTREAM_CRM_TOKEN").ok_or(ConfigError::Missing("CALLSTREAM_CRM_TOKEN"))?;
-        let base =
-            get("CALLSTREAM_CRM_BASE_URL").unwrap_or_else(|| "https://api.hubapi.com".into());
-        let mut config = Self::new(topics, base, token);
-        if let Some(list) = get("CALLSTREAM_CRM_TENANT_TOKENS") {
-            config.tenant_tokens = parse_pairs("CALLSTREAM_CRM_TENANT_TOKENS", &list)?;
+        // A blank CRM setting counts as unset: it takes its default.
+        let settings = Settings::new(|name: &str| get(name).filter(|v| !v.trim().is_empty()));
+        let base = settings
+            .get("CALLSTREAM_CRM_BASE_URL")
+            .unwrap_or_else(|| "https://api.hubapi.com".into());
+        let mut config = Self::new(topics, base, settings.required("CALLSTREAM_CRM_TOKEN")?);
+        if let Some(tokens) =
+            settings.pairs("CALLSTREAM_CRM_TENANT_TOKENS", "expected tenant=token")?
+        {
+            config.tenant_tokens = tokens;
         }
-        if let Some(name) = get("CALLSTREAM_CRM_SERVICE_NAME") {
+        if let Some(name) = settings.get("CALLSTREAM_CRM_SERVICE_NAME") {
             config.service_name = name;
         }
-        let number = |name: &'static str, default: u64| -> Result<u64, ConfigError> {
-            match get(name) {
-                None => Ok(default),
-                Some(value) => value.trim().parse().map_err(|_| ConfigError::Invalid {
-                    name,
-                    value,
-                    problem: "not a whole number",
-                }),
-            }
-        };
-        let millis = |name, default: Duration| {
-            number(name, default.as_millis() as u64).map(Duration::from_millis)
-        };
+        let number = |name, default| settings.number(name, default);
+        let millis = |name, default| settings.millis(name, default);
         let small = |name, default: u32| {
             number(name, default.into()).map(|n| u32::try_from(n).unwrap_or(u32::MAX))
         };
@@ -277,9 +262,9 @@ impl CrmDispatcherConfig {
         let r = RateLimit::default();
         config.rate_limit.max_requests = small("CALLSTREAM_CRM_RATE_LIMIT_MAX", r.max_requests)?;
         config.rate_limit.window = millis("CALLSTREAM_CRM_RATE_LIMIT_WINDOW_MS", r.window)?;
-        if let Some(value) = get("CALLSTREAM_CRM_RATE_LIMIT_HEADROOM") {
+        if let Some(value) = settings.get("CALLSTREAM_CRM_RATE_LIMIT_HEADROOM") {
             config.rate_limit.headroom =
-                value.trim().parse().map_err(|_| ConfigError::Invalid {
+                value.trim().parse().map_err(|_| SettingError::Invalid {
                     name: "CALLSTREAM_CRM_RATE_LIMIT_HEADROOM",
                     value,
                     problem: "not a number",
@@ -295,11 +280,12 @@ impl CrmDispatcherConfig {
     /// Checks what would make the dispatcher unsafe or unable to write.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let invalid = |name: &'static str, value: String, problem| {
-            Err(ConfigError::Invalid {
+            Err(SettingError::Invalid {
                 name,
                 value,
                 problem,
-            })
+            }
+            .into())
         };
         if !(self.base_url.starts_with("http://") || self.base_url.starts_with("https://")) {
             return invalid(
@@ -309,7 +295,7 @@ impl CrmDispatcherConfig {
             );
         }
         if self.default_token.trim().is_empty() {
-            return Err(ConfigError::Missing("CALLSTREAM_CRM_TOKEN"));
+            return Err(SettingError::Missing("CALLSTREAM_CRM_TOKEN").into());
         }
         let p = &self.policy;
         let positive = [
@@ -364,26 +350,6 @@ impl CrmDispatcherConfig {
         }
         Ok(())
     }
-}
-
-fn parse_pairs(name: &'static str, list: &str) -> Result<BTreeMap<String, String>, ConfigError> {
-    let mut pairs = BTreeMap::new();
-    for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let parsed = item
-            .split_once('=')
-            .map(|(k, v)| (k.trim(), v.trim()))
-            .filter(|(k, v)| !k.is_empty() && !v.is_empty());
-        let Some((key, value)) = parsed else {
-            return Err(ConfigError::Invalid {
-                name,
-                // Never echo a token back: name only the tenant part.
-                value: item.split('=').next().unwrap_or_default().to_owned(),
-                problem: "expected tenant=token",
-            });
-        };
-        pairs.insert(key.to_owned(), value.to_owned());
-    }
-    Ok(pairs)
 }
 
 #[cfg(test)]

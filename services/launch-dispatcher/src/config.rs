@@ -13,7 +13,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use callstream_platform::Topics;
+use callstream_platform::{SettingError, Topics};
 
 use crate::backoff::RetryPolicy;
 use crate::telemetry::DispatchMetrics;
@@ -187,16 +187,10 @@ pub fn ms(duration: Duration) -> i64 {
 /// A configuration that cannot run.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigError {
-    #[error("{0} is required")]
-    Missing(&'static str),
-    #[error("{name}={value:?}: {problem}")]
-    Invalid {
-        name: &'static str,
-        value: String,
-        problem: &'static str,
-    },
-    #[error("topics: {0}")]
-    Topics(String),
+    /// A setting is missing, does not parse, or is refused by
+    /// [`DispatcherConfig::validate`].
+    #[error(transparent)]
+    Setting(#[from] SettingError),
 }
 
 impl DispatcherConfig {
@@ -234,11 +228,12 @@ impl DispatcherConfig {
     /// Checks what would make the dispatcher unsafe or unable to dial.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let invalid = |name: &'static str, value: String, problem| {
-            Err(ConfigError::Invalid {
+            Err(SettingError::Invalid {
                 name,
                 value,
                 problem,
-            })
+            }
+            .into())
         };
         for (name, url) in [
             ("TWILIO_API_BASE_URL", &self.twilio.base_url),

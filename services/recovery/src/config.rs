@@ -3,22 +3,16 @@
 
 use std::time::Duration;
 
-use callstream_platform::Topics;
+use callstream_platform::{SettingError, Settings, Topics};
 use thiserror::Error;
 
-/// A setting that cannot be used.
+/// A configuration that cannot be used.
 #[derive(Debug, Error)]
 pub enum ConfigError {
-    #[error("{0} must be set")]
-    Missing(&'static str),
-    #[error("{name}={value:?}: {problem}")]
-    Invalid {
-        name: &'static str,
-        value: String,
-        problem: &'static str,
-    },
-    #[error("topic settings: {0}")]
-    Topics(String),
+    /// A setting is missing, does not parse, or is refused by
+    /// [`RecoveryConfig::validate`].
+    #[error(transparent)]
+    Setting(#[from] SettingError),
 }
 
 /// Where the voice platform's call records are read.
@@ -94,38 +88,23 @@ impl RecoveryConfig {
         Self::from_lookup(|name| std::env::var(name).ok())
     }
 
-    /// Like [`from_env`](Self::from_env) over any lookup (tests pass a map).
+    /// Like [`from_env`](Self::from_env) over any lookup (tests pass a map):
+    /// every setting, the topic settings included, comes from the one lookup.
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        let topics = Topics::from_env().map_err(|e| ConfigError::Topics(e.to_string()))?;
-        let required = |name: &'static str| {
-            get(name)
-                .filter(|v| !v.trim().is_empty())
-                .ok_or(ConfigError::Missing(name))
-        };
+        let settings = Settings::new(get);
+        let topics = settings.topics()?;
         let twilio = TwilioAccess {
-            base_url: get("TWILIO_API_BASE_URL")
-                .filter(|v| !v.trim().is_empty())
+            base_url: settings
+                .non_empty("TWILIO_API_BASE_URL")
                 .unwrap_or_else(|| "https://api.twilio.com".into())
                 .trim_end_matches('/')
                 .to_string(),
-            account_sid: required("TWILIO_ACCOUNT_SID")?,
-            auth_token: required("TWILIO_AUTH_TOKEN")?,
+            account_sid: settings.required("TWILIO_ACCOUNT_SID")?,
+            auth_token: settings.required("TWILIO_AUTH_TOKEN")?,
         };
         let mut c = Self::new(topics, twilio);
-        let number = |name: &'static str, default: u64| -> Result<u64, ConfigError> {
-            match get(name) {
-                None => Ok(default),
-                Some(value) => value.trim().parse().map_err(|_| ConfigError::Invalid {
-                    name,
-                    value,
-                    problem: "not a whole number",
-                }),
-            }
-        };
-        let millis = |name, default: Duration| {
-            let default = u64::try_from(default.as_millis()).unwrap_or(u64::MAX);
-            number(name, default).map(Duration::from_millis)
-        };
+        let number = |name, default| settings.number(name, default);
+        let millis = |name, default| settings.millis(name, default);
         let small = |name, default: u32| {
             number(name, default.into()).map(|n| u32::try_from(n).unwrap_or(u32::MAX))
         };
@@ -155,10 +134,12 @@ impl RecoveryConfig {
 
     /// Refuses settings that would stall or flood.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        let invalid = |name, value: String, problem| ConfigError::Invalid {
-            name,
-            value,
-            problem,
+        let invalid = |name, value: String, problem| {
+            ConfigError::from(SettingError::Invalid {
+                name,
+                value,
+                problem,
+            })
         };
         if self.requests_per_second == 0 {
             return Err(invalid(
@@ -243,5 +224,37 @@ mod tests {
                 "{pairs:?}"
             );
         }
+    }
+
+    #[test]
+    fn topic_settings_come_from_the_lookup_not_the_process_environment() {
+        let base = [("TWILIO_ACCOUNT_SID", "AC1"), ("TWILIO_AUTH_TOKEN", "tok")];
+        let with = [
+            &base[..],
+            &[
+                ("CALLSTREAM_TOPIC_PREFIX", "run7."),
+                ("CALLSTREAM_TOPIC_PARTITIONS", "4"),
+            ],
+        ]
+        .concat();
+        let c = RecoveryConfig::from_lookup(lookup(&with)).unwrap();
+        assert_eq!(
+            c.topics.name("completion-missing"),
+            "run7.completion-missing"
+        );
+        assert_eq!(c.topics.partitions, 4);
+        let bad = [&base[..], &[("CALLSTREAM_TOPIC_PARTITIONS", "0")]].concat();
+        let error = RecoveryConfig::from_lookup(lookup(&bad)).unwrap_err();
+        assert!(
+            error.to_string().contains("CALLSTREAM_TOPIC_PARTITIONS"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_missing_setting_is_required_by_name() {
+        let error =
+            RecoveryConfig::from_lookup(lookup(&[("TWILIO_ACCOUNT_SID", "AC1")])).unwrap_err();
+        assert_eq!(error.to_string(), "TWILIO_AUTH_TOKEN is required");
     }
 }
