@@ -109,6 +109,15 @@ impl ProducerContext for Deliveries {
     }
 }
 
+/// Where one loaded record goes: its partition (else by key hash) and timestamp (else the
+/// produce time). The detector's inputs need timestamps (its stream time follows them) and
+/// its timer changelog explicit partitions.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Placed {
+    pub partition: Option<i32>,
+    pub timestamp_ms: Option<i64>,
+}
+
 /// Loads `records` records into `topic` as fast as the broker takes them;
 /// `fill(i, key, value)` writes record `i` into the (cleared) buffers.
 /// Returns how long it took, once every record is acknowledged.
@@ -117,6 +126,19 @@ pub fn preload(
     topic: &str,
     records: u64,
     mut fill: impl FnMut(u64, &mut Vec<u8>, &mut Vec<u8>),
+) -> Result<Duration> {
+    preload_placed(settings, topic, records, |i, key, value| {
+        fill(i, key, value);
+        Ok(Placed::default())
+    })
+}
+
+/// [`preload`] where `fill` also says where each record goes, and may fail.
+pub fn preload_placed(
+    settings: &KafkaSettings,
+    topic: &str,
+    records: u64,
+    mut fill: impl FnMut(u64, &mut Vec<u8>, &mut Vec<u8>) -> Result<Placed>,
 ) -> Result<Duration> {
     let mut config = settings.base_config();
     config
@@ -137,8 +159,14 @@ pub fn preload(
     for i in 0..records {
         key.clear();
         value.clear();
-        fill(i, &mut key, &mut value);
+        let placed = fill(i, &mut key, &mut value)?;
         let mut record = BaseRecord::to(topic).key(&key[..]).payload(&value[..]);
+        if let Some(partition) = placed.partition {
+            record = record.partition(partition);
+        }
+        if let Some(ms) = placed.timestamp_ms {
+            record = record.timestamp(ms);
+        }
         loop {
             match producer.send(record) {
                 Ok(()) => break,

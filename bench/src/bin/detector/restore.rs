@@ -15,6 +15,7 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
+use callstream_bench::kafka::{preload_placed, Placed};
 use callstream_completion_detector::CONTACTS_STORE;
 use callstream_platform::KafkaSettings;
 use callstream_runtime::partitioner::partition_for_key;
@@ -22,7 +23,6 @@ use callstream_runtime::spec::TIMER_STORE;
 use tracing::{info, warn};
 use uuid::Uuid;
 
-use crate::load::{load, Placed};
 use crate::records::{self, timer_key, timer_value};
 use crate::stack::{detector_config, Instance, Names};
 
@@ -65,7 +65,7 @@ pub fn measure(
     let deadline = |n: u64| at(n) + window.0 + window.1;
     let contact = |n: u64| format!("r{n}");
     info!(windows, "filling the contacts and timer changelogs");
-    let took = load(
+    let took = preload_placed(
         settings,
         &names.changelog(CONTACTS_STORE),
         windows,
@@ -81,7 +81,7 @@ pub fn measure(
     )?;
     // One timer per window, on whichever clock passes its deadline first.
     let took = took
-        + load(
+        + preload_placed(
             settings,
             &names.changelog(TIMER_STORE),
             windows,

@@ -13,13 +13,14 @@
 use std::time::Duration;
 
 use anyhow::{bail, Result};
+use callstream_bench::kafka::{preload_placed, Placed};
 use callstream_completion_detector::CONTACTS_STORE;
 use callstream_platform::{topics, KafkaSettings};
 use callstream_runtime::spec::TIMER_STORE;
 use tracing::{info, warn};
 use uuid::Uuid;
 
-use crate::load::{latest_sizes, load, Placed};
+use crate::load::latest_sizes;
 use crate::records::{self, is_contact_timer, timer_key};
 use crate::stack::{detector_config, Instance, Names};
 
@@ -57,7 +58,7 @@ pub fn measure(
     let at = callstream_bench::kafka::now_micros() / 1000;
     let contact = |n: u64| format!("s{n}");
     info!(launches, "preloading open launches");
-    load(
+    preload_placed(
         settings,
         &names.name(topics::CALL_LAUNCHES),
         launches,

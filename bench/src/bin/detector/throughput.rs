@@ -15,12 +15,12 @@ use std::time::Duration;
 
 use anyhow::Result;
 use callstream_bench::cpu::Usage;
+use callstream_bench::kafka::{preload_placed, Placed};
 use callstream_platform::{topics, KafkaSettings};
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use tracing::{info, warn};
 use uuid::Uuid;
 
-use crate::load::{load, Placed};
 use crate::records;
 use crate::stack::{detector_config, Instance, Names};
 
@@ -58,7 +58,7 @@ pub fn measure(
     let contact = |n: u64| format!("c{n}");
     let id = |n: u64| Uuid::from_u64_pair(THROUGHPUT_IDS, n);
     info!(contacts, "preloading launches and completions");
-    let took = load(
+    let took = preload_placed(
         settings,
         &names.name(topics::CALL_LAUNCHES),
         contacts,
@@ -73,7 +73,7 @@ pub fn measure(
         },
     )?;
     let took = took
-        + load(
+        + preload_placed(
             settings,
             &names.name(topics::CALL_EVENTS),
             contacts,
