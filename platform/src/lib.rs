@@ -1,6 +1,7 @@
 //! Plumbing shared by every callstream service: the topics as code, the
 //! Kafka client settings that make our producers and consumers agree with
-//! each other (and with Java clients), and telemetry set-up.
+//! each other (and with Java clients), reading settings from the
+//! environment, and telemetry set-up.
 //!
 //! Nothing here knows about the domain; services and the runtime build on it.
 
