@@ -15,6 +15,7 @@
 
 pub mod cpu;
 pub mod kafka;
+pub mod processor;
 pub mod report;
 
 /// Logs to stderr at `warn`, and at `info` for the benchmark itself and the given crates.

@@ -34,7 +34,7 @@ use tracing::{info, warn};
 use uuid::Uuid;
 
 use crate::pace::{Driver, Sent};
-use crate::stack::{detector_config, Instance, Names};
+use crate::stack::{detector_config, start_instance, Names};
 
 /// Launch-id high halves.
 pub const WARM_UP: u64 = 1;
@@ -94,7 +94,7 @@ pub fn measure(settings: &KafkaSettings, names: &Names, load: Load) -> Result<La
         10,
     )?;
     let config = detector_config(names, load.window_ms, load.grace_ms);
-    let mut instance = Instance::start(settings, names, config)?;
+    let mut instance = start_instance(settings, names, config)?;
     let ready = Arc::new(AtomicBool::new(false));
     let driver = Driver::new(settings, names, load, ready.clone())?;
     let mut sender = Some(
@@ -109,7 +109,7 @@ pub fn measure(settings: &KafkaSettings, names: &Names, load: Load) -> Result<La
     let window = Duration::from_millis(u64::try_from(load.window_ms + load.grace_ms).unwrap_or(0));
     let give_up = Instant::now() + WARM_UP_LIMIT + load.duration + window + TAIL;
     loop {
-        instance.check()?;
+        instance.ensure_healthy()?;
         read_reports(&reader, &ready, &mut seen)?;
         if let Some(thread) = sender.take_if(|t| t.is_finished()) {
             let count = thread

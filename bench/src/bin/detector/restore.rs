@@ -24,7 +24,7 @@ use tracing::{info, warn};
 use uuid::Uuid;
 
 use crate::records::{self, timer_key, timer_value};
-use crate::stack::{detector_config, Instance, Names};
+use crate::stack::{detector_config, start_instance, Names};
 
 #[derive(Debug, Clone, Copy)]
 pub struct Restore {
@@ -102,14 +102,13 @@ pub fn measure(
 
     let expected = windows * 2;
     let started = Instant::now();
-    let mut instance =
-        Instance::start(settings, names, detector_config(names, window.0, window.1))?;
-    let metrics = instance.metrics.clone();
+    let mut instance = start_instance(settings, names, detector_config(names, window.0, window.1))?;
+    let metrics = instance.metrics().clone();
     let mut restored_at: Option<Instant> = None;
     let mut last = 0;
     let mut last_change = Instant::now();
     loop {
-        instance.check()?;
+        instance.ensure_healthy()?;
         let records = metrics.restored_records.get();
         if records != last {
             last = records;

@@ -2,16 +2,14 @@
 //! and a detector instance on its own thread, run exactly as
 //! `callstream process completion-detector` runs it.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use anyhow::{anyhow, bail, Context as _, Result};
+use anyhow::{bail, Context as _, Result};
 use callstream_bench::kafka::unique_name;
+use callstream_bench::processor::{instance_config, ProcessorError, RunningProcessor};
 use callstream_completion_detector::{processor, spec, DetectorConfig, APP_ID};
 use callstream_platform::{admin, topics, KafkaSettings, Topics};
-use callstream_runtime::{ProcessorSpec, RuntimeConfig, RuntimeError, RuntimeMetrics};
+use callstream_runtime::ProcessorSpec;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 
 /// Fails fast, with the fix, when no broker answers.
@@ -139,148 +137,16 @@ pub fn detector_config(names: &Names, window_ms: i64, grace_ms: i64) -> Detector
     }
 }
 
-/// A detector instance (instance id `0`) on its own thread.
-pub struct Instance {
-    pub metrics: Arc<RuntimeMetrics>,
-    shutdown: Arc<AtomicBool>,
-    thread: Option<JoinHandle<Result<(), RuntimeError>>>,
-}
-
-impl Instance {
-    pub fn start(settings: &KafkaSettings, names: &Names, config: DetectorConfig) -> Result<Self> {
-        let kafka = KafkaSettings::new(&settings.bootstrap_servers, format!("{}-0", names.app));
-        let runtime = RuntimeConfig::new(kafka, &names.app, "0");
-        let metrics = runtime.metrics.clone();
-        let shutdown = runtime.shutdown.clone();
-        let detector = processor(config);
-        let spec = names.spec();
-        let thread = std::thread::Builder::new()
-            .name("detector".into())
-            .spawn(move || callstream_runtime::run(detector, spec, runtime))
-            .context("starting the detector thread")?;
-        Ok(Self {
-            metrics,
-            shutdown,
-            thread: Some(thread),
-        })
-    }
-
-    /// Fails if the processor stopped on its own (only an error stops it),
-    /// or sent an input to dead letters (a count would never be reached).
-    pub fn check(&mut self) -> Result<()> {
-        if self.thread.as_ref().is_some_and(JoinHandle::is_finished) {
-            self.join()?;
-            bail!("the detector stopped during the measurement");
-        }
-        let dead = self.metrics.dead_letters.get();
-        if dead > 0 {
-            bail!("the detector sent {dead} inputs to dead letters (see its log)");
-        }
-        Ok(())
-    }
-
-    /// Waits until the detector has handled `records` inputs and the
-    /// transaction holding the last of them has committed; returns when
-    /// it handled the first one and when that commit returned. The event
-    /// loop handles and commits on one thread, so the first commit counted
-    /// after the last input is seen handled is that input's commit (or, if
-    /// none comes within a while, it had returned before the sample).
-    pub fn until_committed(&mut self, records: u64, timeout: Duration) -> Result<Span> {
-        const FINAL_COMMIT_WAIT: Duration = Duration::from_secs(2);
-        const PROGRESS_EVERY: Duration = Duration::from_secs(5);
-        let started = Instant::now();
-        let mut first: Option<Instant> = None;
-        let mut reached: Option<(Instant, u64)> = None;
-        let mut last_progress = Instant::now();
-        loop {
-            self.check()?;
-            // Commits before records: see above.
-            let commits = self.metrics.commits.get();
-            let handled = self.metrics.records_in.get();
-            let now = Instant::now();
-            if first.is_none() && handled > 0 {
-                first = Some(now);
-            }
-            if handled >= records {
-                let (at, commits_then) = *reached.get_or_insert((now, commits));
-                let end = if commits > commits_then {
-                    Some(now)
-                } else {
-                    (now.duration_since(at) > FINAL_COMMIT_WAIT).then_some(at)
-                };
-                if let Some(end) = end {
-                    let first = first.unwrap_or(started);
-                    return Ok(Span { first, end });
-                }
-            }
-            if started.elapsed() > timeout {
-                bail!("the detector handled {handled} of {records} inputs in {timeout:?}");
-            }
-            if last_progress.elapsed() >= PROGRESS_EVERY {
-                last_progress = Instant::now();
-                tracing::info!(handled, commits, "running");
-            }
-            std::thread::sleep(Duration::from_millis(1));
-        }
-    }
-
-    /// The runtime sample `callstream_runtime_<name>` (see [`sample`]).
-    pub fn sample(&self, name: &str) -> Option<f64> {
-        sample(&self.metrics.encode(), name)
-    }
-
-    /// Mean time of a commit so far, ms.
-    pub fn mean_commit_ms(&self) -> Option<f64> {
-        let text = self.metrics.encode();
-        let sum = sample(&text, "commit_latency_seconds_sum")?;
-        let count = sample(&text, "commit_latency_seconds_count")?;
-        (count > 0.0).then(|| sum / count * 1000.0)
-    }
-
-    /// Stops the processor (its open transaction commits) and waits for it.
-    pub fn stop(mut self) -> Result<()> {
-        self.shutdown.store(true, Ordering::SeqCst);
-        self.join()
-    }
-
-    fn join(&mut self) -> Result<()> {
-        let Some(thread) = self.thread.take() else {
-            return Ok(());
-        };
-        thread
-            .join()
-            .map_err(|_| anyhow!("the detector thread panicked"))?
-            .context("the detector failed")
-    }
-}
-
-impl Drop for Instance {
-    fn drop(&mut self) {
-        // On an early return: don't leave a processor running behind the next phase.
-        self.shutdown.store(true, Ordering::SeqCst);
-        if let Err(error) = self.join() {
-            tracing::warn!(%error, "detector stopped with an error");
-        }
-    }
-}
-
-/// First input handled, and the commit of the last.
-#[derive(Debug, Clone, Copy)]
-pub struct Span {
-    pub first: Instant,
-    pub end: Instant,
-}
-
-/// The value of runtime sample `callstream_runtime_<name>` in the
-/// Prometheus text (a histogram's sum and count are readable only there).
-pub fn sample(text: &str, name: &str) -> Option<f64> {
-    let full = format!("callstream_runtime_{name}");
-    text.lines().find_map(|line| {
-        let rest = line.strip_prefix(&full)?;
-        let rest = match rest.strip_prefix('{') {
-            Some(labelled) => &labelled[labelled.find('}')? + 1..],
-            None => rest,
-        };
-        rest.strip_prefix(' ')?.trim().parse().ok()
-    })
+/// Starts a detector instance on its own thread.
+pub fn start_instance(
+    settings: &KafkaSettings,
+    names: &Names,
+    config: DetectorConfig,
+) -> Result<RunningProcessor, ProcessorError> {
+    RunningProcessor::start(
+        "detector",
+        processor(config),
+        names.spec(),
+        instance_config(settings, &names.app),
+    )
 }

@@ -22,7 +22,7 @@ use uuid::Uuid;
 
 use crate::load::latest_sizes;
 use crate::records::{self, is_contact_timer, timer_key};
-use crate::stack::{detector_config, Instance, Names};
+use crate::stack::{detector_config, start_instance, Names};
 
 #[derive(Debug, Clone, Copy)]
 pub struct StateSize {
@@ -78,7 +78,7 @@ pub fn measure(
         },
     )?;
     let config = detector_config(names, window.0, window.1);
-    let mut instance = Instance::start(settings, names, config)?;
+    let mut instance = start_instance(settings, names, config)?;
     instance.until_committed(launches, timeout)?;
     instance.stop()?;
 

@@ -22,7 +22,7 @@ use tracing::{info, warn};
 use uuid::Uuid;
 
 use crate::records;
-use crate::stack::{detector_config, Instance, Names};
+use crate::stack::{detector_config, start_instance, Names};
 
 #[derive(Debug, Clone)]
 pub struct Throughput {
@@ -94,10 +94,10 @@ pub fn measure(
     let cpu_before = Usage::now();
     let started = std::time::Instant::now();
     let config = detector_config(names, window.0, window.1);
-    let mut instance = Instance::start(settings, names, config)?;
+    let mut instance = start_instance(settings, names, config)?;
     let span = instance.until_committed(events, timeout)?;
     let cpu = Usage::now().since(&cpu_before);
-    let commits = instance.metrics.commits.get();
+    let commits = instance.metrics().commits.get();
     let mean_commit_ms = instance.mean_commit_ms();
     instance.stop()?;
     let missing_offsets = offsets_in(

@@ -22,7 +22,7 @@ use rdkafka::message::Message;
 use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
 use tracing::{info, warn};
 
-use crate::instance::{Instance, Mode, Names};
+use crate::instance::{start_instance, Mode, Names};
 use callstream_bench::kafka::{committed_reader, create_topics, now_micros, TopicKind};
 use callstream_bench::report::Summary;
 
@@ -54,7 +54,7 @@ pub fn measure(settings: &KafkaSettings, names: &Names, mode: Mode, pace: Pace) 
         pace.partitions,
     )?;
     let reader = committed_reader(settings, &names.output, pace.partitions, 10)?;
-    let mut instance = Instance::start(settings, names, mode)?;
+    let mut instance = start_instance(settings, names, mode)?;
     let producer: ThreadedProducer<DefaultProducerContext> = settings
         .producer_config()
         .create()
@@ -72,7 +72,7 @@ pub fn measure(settings: &KafkaSettings, names: &Names, mode: Mode, pace: Pace) 
     let mut sent: Option<u64> = None;
     let give_up = Instant::now() + Duration::from_secs(60) + pace.duration + TAIL;
     loop {
-        instance.check()?;
+        instance.ensure_running()?;
         read_stamps(&reader, &ready, &mut samples);
         if let Some(thread) = sender.take_if(|t| t.is_finished()) {
             let count = thread

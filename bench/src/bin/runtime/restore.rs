@@ -16,8 +16,9 @@ use anyhow::{bail, Result};
 use callstream_platform::KafkaSettings;
 use tracing::info;
 
-use crate::instance::{sample, Instance, Mode, Names};
+use crate::instance::{start_instance, Mode, Names};
 use callstream_bench::kafka::{create_topics, preload, TopicKind};
+use callstream_bench::processor::sample;
 
 #[derive(Debug, Clone, Copy)]
 pub struct Restore {
@@ -62,13 +63,13 @@ pub fn measure(
         "changelog filled; starting a fresh instance"
     );
     let started = Instant::now();
-    let mut instance = Instance::start(settings, names, mode)?;
-    let metrics = instance.metrics.clone();
+    let mut instance = start_instance(settings, names, mode)?;
+    let metrics = instance.metrics().clone();
     let mut restored_at: Option<Instant> = None;
     let mut last = 0;
     let mut last_change = Instant::now();
     loop {
-        instance.check()?;
+        instance.ensure_running()?;
         let records = metrics.restored_records.get();
         if records != last {
             last = records;

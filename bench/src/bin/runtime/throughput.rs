@@ -22,9 +22,10 @@ use callstream_platform::KafkaSettings;
 use rdkafka::consumer::BaseConsumer;
 use tracing::{info, warn};
 
-use crate::instance::{Instance, Mode, Names};
+use crate::instance::{start_instance, Mode, Names};
 use callstream_bench::cpu::Usage;
 use callstream_bench::kafka::{committed_reader, create_topics, preload, TopicKind};
+use callstream_bench::processor::RunningProcessor;
 
 /// What one throughput measurement found.
 #[derive(Debug, Clone)]
@@ -72,9 +73,6 @@ pub enum Until {
     Committed,
 }
 
-/// How long to wait for the commit of the last input before concluding it
-/// had returned before the last input was seen handled.
-const FINAL_COMMIT_WAIT: Duration = Duration::from_secs(2);
 /// How long to keep reading after the N-th output, to see duplicates.
 const DRAIN: Duration = Duration::from_millis(500);
 const PROGRESS_EVERY: Duration = Duration::from_secs(5);
@@ -107,10 +105,18 @@ pub fn measure(
 
     let cpu_before = Usage::now();
     let started = Instant::now();
-    let mut instance = Instance::start(settings, names, mode)?;
+    let mut instance = start_instance(settings, names, mode)?;
     let timed = match load.until {
         Until::Visible => until_visible(&mut instance, &reader, load, started)?,
-        Until::Committed => until_committed(&mut instance, load, started)?,
+        Until::Committed => {
+            // The processor's own metrics, with nothing else running beside it.
+            let span = instance.until_committed(load.records, load.timeout)?;
+            Timed {
+                first: span.first,
+                end: span.end,
+                seen: 0,
+            }
+        }
     };
     let cpu = Usage::now().since(&cpu_before);
     // Untimed: every output must be visible (in `committed` mode the reader
@@ -118,7 +124,7 @@ pub fn measure(
     let mut seen = timed.seen;
     let verify_until = Instant::now() + load.timeout;
     while seen < load.records && Instant::now() < verify_until {
-        instance.check()?;
+        instance.ensure_running()?;
         seen += read_some(&reader, Duration::from_millis(50));
     }
     let drain_until = Instant::now() + DRAIN;
@@ -126,7 +132,7 @@ pub fn measure(
         seen += read_some(&reader, Duration::from_millis(50));
     }
     let (first, end) = (timed.first, timed.end);
-    let commits = instance.metrics.commits.get();
+    let commits = instance.metrics().commits.get();
     let mean_commit_ms = instance.mean_commit_ms();
     instance.stop()?;
     let result = Throughput {
@@ -154,7 +160,7 @@ struct Timed {
 
 /// Reads the outputs while the processor runs; stops the clock at the N-th.
 fn until_visible(
-    instance: &mut Instance,
+    instance: &mut RunningProcessor,
     reader: &BaseConsumer,
     load: Load,
     started: Instant,
@@ -163,8 +169,8 @@ fn until_visible(
     let mut seen: u64 = 0;
     let mut last_progress = Instant::now();
     loop {
-        instance.check()?;
-        if first.is_none() && instance.metrics.records_in.get() > 0 {
+        instance.ensure_running()?;
+        if first.is_none() && instance.metrics().records_in.get() > 0 {
             first = Some(Instant::now());
         }
         seen += read_some(reader, Duration::from_millis(10));
@@ -178,68 +184,18 @@ fn until_visible(
                 "only {seen} of {} outputs visible after {:?} (processor handled {})",
                 load.records,
                 load.timeout,
-                instance.metrics.records_in.get()
+                instance.metrics().records_in.get()
             );
         }
         if last_progress.elapsed() >= PROGRESS_EVERY {
             last_progress = Instant::now();
             info!(
-                handled = instance.metrics.records_in.get(),
+                handled = instance.metrics().records_in.get(),
                 visible = seen,
-                commits = instance.metrics.commits.get(),
+                commits = instance.metrics().commits.get(),
                 "running"
             );
         }
-    }
-}
-
-/// Watches the processor's own metrics (sampled every millisecond, nothing
-/// else running beside it) and stops the clock when the commit holding the
-/// N-th input has returned. The event loop handles and commits on one
-/// thread, so the first commit counted after the N-th input is handled is
-/// that commit; if it had already returned when the N-th input was first
-/// seen, that moment (at most one sample late) is the end.
-fn until_committed(instance: &mut Instance, load: Load, started: Instant) -> Result<Timed> {
-    let mut first: Option<Instant> = None;
-    let mut reached: Option<(Instant, u64)> = None;
-    let mut last_progress = Instant::now();
-    loop {
-        instance.check()?;
-        // Commits before records: see the argument above.
-        let commits = instance.metrics.commits.get();
-        let handled = instance.metrics.records_in.get();
-        let now = Instant::now();
-        if first.is_none() && handled > 0 {
-            first = Some(now);
-        }
-        if handled >= load.records {
-            let (at, commits_then) = *reached.get_or_insert((now, commits));
-            let end = if commits > commits_then {
-                Some(now)
-            } else {
-                (now.duration_since(at) > FINAL_COMMIT_WAIT).then_some(at)
-            };
-            if let Some(end) = end {
-                let first = first.unwrap_or(started);
-                return Ok(Timed {
-                    first,
-                    end,
-                    seen: 0,
-                });
-            }
-        }
-        if started.elapsed() > load.timeout {
-            bail!(
-                "the processor handled {handled} of {} inputs in {:?}",
-                load.records,
-                load.timeout
-            );
-        }
-        if last_progress.elapsed() >= PROGRESS_EVERY {
-            last_progress = Instant::now();
-            info!(handled, commits, "running");
-        }
-        std::thread::sleep(Duration::from_millis(1));
     }
 }
 

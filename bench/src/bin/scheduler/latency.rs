@@ -26,7 +26,7 @@ use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedPr
 use tracing::{info, warn};
 use uuid::Uuid;
 
-use crate::stack::{Instance, Names, Workload};
+use crate::stack::{start_instance, Names, Workload};
 
 #[derive(Debug, Clone, Copy)]
 pub struct Pace {
@@ -58,7 +58,7 @@ pub fn measure(
         partitions,
         10,
     )?;
-    let mut instance = Instance::start(settings, names)?;
+    let mut instance = start_instance(settings, names)?;
     let producer: ThreadedProducer<DefaultProducerContext> = settings
         .producer_config()
         .create()
@@ -84,7 +84,7 @@ pub fn measure(
     let mut sent: Option<u64> = None;
     let give_up = Instant::now() + WARM_UP_LIMIT + pace.duration + TAIL;
     loop {
-        instance.check()?;
+        instance.ensure_healthy()?;
         read_decisions(&reader, &ready, &mut samples)?;
         if let Some(thread) = sender.take_if(|t| t.is_finished()) {
             let count = thread

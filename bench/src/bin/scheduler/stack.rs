@@ -2,16 +2,13 @@
 //! the scheduler needs, the plan requests, and a scheduler instance on its
 //! own thread, run exactly as `callstream process scheduler` runs it.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context as _, Result};
 use callstream_bench::kafka::unique_name;
+use callstream_bench::processor::{instance_config, ProcessorError, RunningProcessor};
 use callstream_control::{apply_file, ControlFile};
 use callstream_platform::{admin, topics, KafkaSettings, Topics};
-use callstream_runtime::{RuntimeConfig, RuntimeError, RuntimeMetrics};
 use callstream_scheduler::{processor, spec, SchedulerConfig};
 use callstream_schemas::{
     Actor, JobOrigin, ScheduleRequest, ScheduleRequestKind, Timestamp, ZoneSource,
@@ -229,94 +226,17 @@ impl Workload {
     }
 }
 
-/// A scheduler instance (instance id `0`) on its own thread.
-pub struct Instance {
-    pub metrics: Arc<RuntimeMetrics>,
-    shutdown: Arc<AtomicBool>,
-    thread: Option<JoinHandle<Result<(), RuntimeError>>>,
-}
-
-impl Instance {
-    pub fn start(settings: &KafkaSettings, names: &Names) -> Result<Self> {
-        let kafka = KafkaSettings::new(&settings.bootstrap_servers, format!("{}-0", names.app));
-        let config = RuntimeConfig::new(kafka, &names.app, "0");
-        let metrics = config.metrics.clone();
-        let shutdown = config.shutdown.clone();
-        let scheduler = processor(SchedulerConfig::new(&names.topics));
-        let spec = spec(&names.topics, &names.app);
-        let thread = std::thread::Builder::new()
-            .name("scheduler".into())
-            .spawn(move || callstream_runtime::run(scheduler, spec, config))
-            .context("starting the scheduler thread")?;
-        Ok(Self {
-            metrics,
-            shutdown,
-            thread: Some(thread),
-        })
-    }
-
-    /// Fails if the processor stopped on its own (it only stops on an
-    /// error), or sent a request to dead letters (the count would never
-    /// be reached).
-    pub fn check(&mut self) -> Result<()> {
-        if self.thread.as_ref().is_some_and(JoinHandle::is_finished) {
-            self.join()?;
-            bail!("the scheduler stopped during the measurement");
-        }
-        let dead = self.metrics.dead_letters.get();
-        if dead > 0 {
-            bail!("the scheduler sent {dead} requests to dead letters (see its log)");
-        }
-        Ok(())
-    }
-
-    /// Mean time of a commit so far, ms.
-    pub fn mean_commit_ms(&self) -> Option<f64> {
-        let text = self.metrics.encode();
-        let sum = sample(&text, "commit_latency_seconds_sum")?;
-        let count = sample(&text, "commit_latency_seconds_count")?;
-        (count > 0.0).then(|| sum / count * 1000.0)
-    }
-
-    /// Stops the processor (its open transaction commits) and waits for it.
-    pub fn stop(mut self) -> Result<()> {
-        self.shutdown.store(true, Ordering::SeqCst);
-        self.join()
-    }
-
-    fn join(&mut self) -> Result<()> {
-        let Some(thread) = self.thread.take() else {
-            return Ok(());
-        };
-        thread
-            .join()
-            .map_err(|_| anyhow!("the scheduler thread panicked"))?
-            .context("the scheduler failed")
-    }
-}
-
-impl Drop for Instance {
-    fn drop(&mut self) {
-        // On an early return: don't leave a processor running behind the next phase.
-        self.shutdown.store(true, Ordering::SeqCst);
-        if let Err(error) = self.join() {
-            tracing::warn!(%error, "scheduler stopped with an error");
-        }
-    }
-}
-
-/// The value of runtime sample `callstream_runtime_<name>` in the
-/// Prometheus text (a histogram's sum and count are readable only there).
-fn sample(text: &str, name: &str) -> Option<f64> {
-    let full = format!("callstream_runtime_{name}");
-    text.lines().find_map(|line| {
-        let rest = line.strip_prefix(&full)?;
-        let rest = match rest.strip_prefix('{') {
-            Some(labelled) => &labelled[labelled.find('}')? + 1..],
-            None => rest,
-        };
-        rest.strip_prefix(' ')?.trim().parse().ok()
-    })
+/// Starts a scheduler instance on its own thread.
+pub fn start_instance(
+    settings: &KafkaSettings,
+    names: &Names,
+) -> Result<RunningProcessor, ProcessorError> {
+    RunningProcessor::start(
+        "scheduler",
+        processor(SchedulerConfig::new(&names.topics)),
+        spec(&names.topics, &names.app),
+        instance_config(settings, &names.app),
+    )
 }
 
 #[cfg(test)]

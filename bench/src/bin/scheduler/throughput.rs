@@ -21,7 +21,7 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 use tracing::{info, warn};
 use uuid::Uuid;
 
-use crate::stack::{Instance, Names, Workload};
+use crate::stack::{start_instance, Names, Workload};
 
 #[derive(Debug, Clone)]
 pub struct Throughput {
@@ -78,13 +78,13 @@ pub fn measure(
     let reader = committed_reader(settings, &decisions, partitions, 100)?;
     let cpu_before = Usage::now();
     let started = Instant::now();
-    let mut instance = Instance::start(settings, names)?;
+    let mut instance = start_instance(settings, names)?;
     let mut first: Option<Instant> = None;
     let mut seen: u64 = 0;
     let mut last_progress = Instant::now();
     let end = loop {
-        instance.check()?;
-        if first.is_none() && instance.metrics.records_in.get() > 0 {
+        instance.ensure_healthy()?;
+        if first.is_none() && instance.metrics().records_in.get() > 0 {
             first = Some(Instant::now());
         }
         seen += read_some(&reader, Duration::from_millis(10));
@@ -95,15 +95,15 @@ pub fn measure(
             bail!(
                 "only {seen} of {requests} decisions visible after {timeout:?} \
                  (the scheduler handled {})",
-                instance.metrics.records_in.get()
+                instance.metrics().records_in.get()
             );
         }
         if last_progress.elapsed() >= PROGRESS_EVERY {
             last_progress = Instant::now();
             info!(
-                handled = instance.metrics.records_in.get(),
+                handled = instance.metrics().records_in.get(),
                 visible = seen,
-                commits = instance.metrics.commits.get(),
+                commits = instance.metrics().commits.get(),
                 "running"
             );
         }
@@ -113,7 +113,7 @@ pub fn measure(
     while Instant::now() < drain_until {
         seen += read_some(&reader, Duration::from_millis(50));
     }
-    let commits = instance.metrics.commits.get();
+    let commits = instance.metrics().commits.get();
     let mean_commit_ms = instance.mean_commit_ms();
     instance.stop()?;
     if seen != requests {
