@@ -16,7 +16,10 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use callstream_platform::KafkaSettings;
-use callstream_runtime::{Processor, ProcessorSpec, RuntimeConfig, RuntimeError, RuntimeMetrics};
+use callstream_runtime::{
+    CommitPolicy, EffectRunner, Processor, ProcessorSpec, RuntimeConfig, RuntimeError,
+    RuntimeMetrics,
+};
 
 /// The runtime settings of instance `0` of `app` against the brokers of
 /// `settings`, to adjust (guarantee, commit policy, effects) before
@@ -25,6 +28,20 @@ use callstream_runtime::{Processor, ProcessorSpec, RuntimeConfig, RuntimeError, 
 pub fn instance_config(settings: &KafkaSettings, app: &str) -> RuntimeConfig {
     let kafka = KafkaSettings::new(&settings.bootstrap_servers, format!("{app}-0"));
     RuntimeConfig::new(kafka, app, "0")
+}
+
+/// [`instance_config`] for a processor with effects (the dispatchers):
+/// its effect runner, run after each commit, and its commit policy.
+pub fn effects_config(
+    settings: &KafkaSettings,
+    app: &str,
+    effects: EffectRunner,
+    commit: CommitPolicy,
+) -> RuntimeConfig {
+    let mut config = instance_config(settings, app);
+    config.effects = Some(effects);
+    config.commit = commit;
+    config
 }
 
 /// Why a processor is not running on.
@@ -289,6 +306,35 @@ pub fn sample(text: &str, name: &str) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn effects_config_is_instance_zero_with_the_effects_and_commit_policy() {
+        struct Nothing;
+        impl callstream_runtime::EffectHandler for Nothing {
+            fn call(
+                &self,
+                _request: callstream_runtime::EffectRequest,
+            ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Vec<u8>> + Send>> {
+                Box::pin(async { Vec::new() })
+            }
+        }
+        let settings = KafkaSettings::new("localhost:9092", "ignored");
+        let effects = EffectRunner {
+            handler: Arc::new(Nothing),
+            concurrency: 3,
+        };
+        let commit = CommitPolicy {
+            interval: Duration::from_millis(250),
+            max_records: 7,
+        };
+        let config = effects_config(&settings, "bench-x", effects, commit);
+        assert_eq!(config.kafka.bootstrap_servers, "localhost:9092");
+        assert_eq!(config.kafka.client_id, "bench-x-0");
+        assert_eq!(config.instance_id, "0");
+        assert_eq!(config.effects.map(|e| e.concurrency), Some(3));
+        assert_eq!(config.commit.interval, Duration::from_millis(250));
+        assert_eq!(config.commit.max_records, 7);
+    }
 
     #[test]
     fn samples_are_read_by_exact_name() {

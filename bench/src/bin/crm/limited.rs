@@ -22,7 +22,7 @@ use callstream_platform::KafkaSettings;
 use tracing::info;
 
 use crate::load::{self, Results, Tally};
-use crate::stack::{dispatcher_config, Dispatcher, Names, Sim};
+use crate::stack::{dispatcher_config, start_dispatcher, Names, Sim};
 
 /// The limited run's shape.
 #[derive(Debug, Clone, Copy)]
@@ -101,12 +101,12 @@ pub fn measure(
     let mut results = Results::new(settings, &names.results(), names.topics.partitions)?;
 
     let started = Instant::now();
-    let mut dispatcher = Dispatcher::start(settings, names, &config, load.commit_interval)?;
+    let mut dispatcher = start_dispatcher(settings, names, &config, load.commit_interval)?;
     let mut first_request: Option<Instant> = None;
     let mut stretch: Option<(Instant, u64)> = None;
     let mut last_progress = Instant::now();
     let found = loop {
-        dispatcher.check()?;
+        dispatcher.ensure_running()?;
         // Sampled every few ms: an error of one sample is ~0.1% of a 60 s stretch.
         results.read_some(Duration::from_millis(5));
         let now = Instant::now();

@@ -28,7 +28,6 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use callstream_crm_dispatcher::RateLimit;
 use callstream_platform::KafkaSettings;
-use callstream_runtime::RuntimeMetrics;
 use clap::Parser;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use tracing::info;
@@ -268,26 +267,4 @@ fn check_outcome(phase: &str, tally: &load::Tally, duplicates: u64) -> Result<()
         bail!("{phase}: the CRM holds {duplicates} duplicate creates");
     }
     Ok(())
-}
-
-/// Mean time of a commit so far (changelog writes, offsets, commit), ms,
-/// from the runtime's Prometheus text (the histogram's sum and count are
-/// not readable otherwise outside tests).
-pub fn mean_commit_ms(metrics: &RuntimeMetrics) -> Option<f64> {
-    let text = metrics.encode();
-    let sum = sample(&text, "callstream_runtime_commit_latency_seconds_sum")?;
-    let count = sample(&text, "callstream_runtime_commit_latency_seconds_count")?;
-    (count > 0.0).then(|| sum / count * 1000.0)
-}
-
-/// The value of sample `name` (`name{labels} value` or `name value`).
-fn sample(text: &str, name: &str) -> Option<f64> {
-    text.lines().find_map(|line| {
-        let rest = line.strip_prefix(name)?;
-        let rest = match rest.strip_prefix('{') {
-            Some(labelled) => &labelled[labelled.find('}')? + 1..],
-            None => rest,
-        };
-        rest.strip_prefix(' ')?.trim().parse().ok()
-    })
 }

@@ -3,21 +3,19 @@
 //! dispatcher on the processor runtime on a thread of its own, exactly as
 //! `callstream process crm-dispatcher` runs it.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::Duration;
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{Context, Result};
 use callstream_crm_dispatcher::{self as crm, CrmDispatcherConfig, RateLimit};
 use callstream_platform::topics::{self, Topics};
 use callstream_platform::KafkaSettings;
-use callstream_runtime::{RuntimeConfig, RuntimeError, RuntimeMetrics};
+use callstream_runtime::CommitPolicy;
 use callstream_sim_crm::state::RequestStats;
 use callstream_sim_crm::{serve_state, CrmBehaviour, CrmState, SimCrmConfig};
 use tokio::sync::oneshot;
 
 use callstream_bench::kafka::{create_topics, unique_name, TopicKind};
+use callstream_bench::processor::{effects_config, RunningProcessor};
 
 /// The bearer token the simulator accepts and the dispatcher sends.
 pub const TOKEN: &str = "pat-na1-callstream-bench";
@@ -188,71 +186,25 @@ pub fn dispatcher_config(
     Ok(config)
 }
 
-/// The dispatcher running on its own thread.
-pub struct Dispatcher {
-    pub metrics: Arc<RuntimeMetrics>,
-    shutdown: Arc<AtomicBool>,
-    thread: Option<JoinHandle<Result<(), RuntimeError>>>,
-}
-
-impl Dispatcher {
-    pub fn start(
-        settings: &KafkaSettings,
-        names: &Names,
-        config: &CrmDispatcherConfig,
-        commit_interval: Duration,
-    ) -> Result<Self> {
-        let kafka = KafkaSettings::new(&settings.bootstrap_servers, format!("{}-0", names.app));
-        let mut runtime = RuntimeConfig::new(kafka, &names.app, "0");
-        runtime.commit.interval = commit_interval;
-        runtime.effects = Some(crm::effect_runner(config).context("the CRM client")?);
-        let metrics = runtime.metrics.clone();
-        let shutdown = runtime.shutdown.clone();
-        let processor = crm::processor(config);
-        let spec = crm::spec(&names.topics, &names.app);
-        let thread = std::thread::Builder::new()
-            .name("crm-dispatcher".into())
-            .spawn(move || callstream_runtime::run(processor, spec, runtime))
-            .context("starting the dispatcher thread")?;
-        Ok(Self {
-            metrics,
-            shutdown,
-            thread: Some(thread),
-        })
-    }
-
-    /// Fails if the dispatcher has stopped on its own (it only stops on an error).
-    pub fn check(&mut self) -> Result<()> {
-        if self.thread.as_ref().is_some_and(JoinHandle::is_finished) {
-            self.join()?;
-            bail!("the dispatcher stopped during the measurement");
-        }
-        Ok(())
-    }
-
-    /// Stops the dispatcher (its open transaction commits) and waits for it.
-    pub fn stop(mut self) -> Result<()> {
-        self.shutdown.store(true, Ordering::SeqCst);
-        self.join()
-    }
-
-    fn join(&mut self) -> Result<()> {
-        let Some(thread) = self.thread.take() else {
-            return Ok(());
-        };
-        thread
-            .join()
-            .map_err(|_| anyhow!("the dispatcher thread panicked"))?
-            .context("the dispatcher failed")
-    }
-}
-
-impl Drop for Dispatcher {
-    fn drop(&mut self) {
-        // On an early return: don't leave a dispatcher running behind the next phase.
-        self.shutdown.store(true, Ordering::SeqCst);
-        if let Err(error) = self.join() {
-            tracing::warn!(%error, "dispatcher stopped with an error");
-        }
-    }
+/// Starts the dispatcher on its own thread (`crm-dispatcher`), its
+/// effects the CRM client, committing every `commit_interval`.
+pub fn start_dispatcher(
+    settings: &KafkaSettings,
+    names: &Names,
+    config: &CrmDispatcherConfig,
+    commit_interval: Duration,
+) -> Result<RunningProcessor> {
+    let client = crm::effect_runner(config).context("the CRM client")?;
+    let commit = CommitPolicy {
+        interval: commit_interval,
+        ..CommitPolicy::default()
+    };
+    let runtime = effects_config(settings, &names.app, client, commit);
+    let spec = crm::spec(&names.topics, &names.app);
+    Ok(RunningProcessor::start(
+        "crm-dispatcher",
+        crm::processor(config),
+        spec,
+        runtime,
+    )?)
 }

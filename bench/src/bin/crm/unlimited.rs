@@ -18,7 +18,7 @@ use tracing::info;
 use callstream_bench::cpu::Usage;
 
 use crate::load::{self, Results, Tally};
-use crate::stack::{dispatcher_config, Dispatcher, Names, Sim};
+use crate::stack::{dispatcher_config, start_dispatcher, Names, Sim};
 
 /// The load of the unlimited run.
 #[derive(Debug, Clone, Copy)]
@@ -84,12 +84,12 @@ pub fn measure(
 
     let cpu_before = Usage::now();
     let started = Instant::now();
-    let mut dispatcher = Dispatcher::start(settings, names, &config, load.commit_interval)?;
+    let mut dispatcher = start_dispatcher(settings, names, &config, load.commit_interval)?;
     let mut first: Option<Instant> = None;
     let mut last_progress = Instant::now();
     let end = loop {
-        dispatcher.check()?;
-        if first.is_none() && dispatcher.metrics.records_in.get() > 0 {
+        dispatcher.ensure_running()?;
+        if first.is_none() && dispatcher.metrics().records_in.get() > 0 {
             first = Some(Instant::now());
         }
         results.read_some(Duration::from_millis(10));
@@ -102,24 +102,24 @@ pub fn measure(
                 results.tally.total(),
                 load.commands,
                 load.timeout,
-                dispatcher.metrics.records_in.get()
+                dispatcher.metrics().records_in.get()
             );
         }
         if last_progress.elapsed() >= PROGRESS_EVERY {
             last_progress = Instant::now();
             info!(
-                handled = dispatcher.metrics.records_in.get(),
+                handled = dispatcher.metrics().records_in.get(),
                 results = results.tally.total(),
                 crm_requests = sim.stats().requests_total,
-                commits = dispatcher.metrics.commits.get(),
+                commits = dispatcher.metrics().commits.get(),
                 "running"
             );
         }
     };
     let cpu = Usage::now().since(&cpu_before);
     let first = first.unwrap_or(started);
-    let commits = dispatcher.metrics.commits.get();
-    let mean_commit_ms = crate::mean_commit_ms(&dispatcher.metrics);
+    let commits = dispatcher.metrics().commits.get();
+    let mean_commit_ms = dispatcher.mean_commit_ms();
     dispatcher.stop()?;
     // Results past N would be duplicates: read a little longer to see them.
     let drain_until = Instant::now() + Duration::from_millis(500);

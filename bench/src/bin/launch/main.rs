@@ -38,7 +38,7 @@ use tracing::{info, warn};
 
 use self::commands::{preload_commands, Pace};
 use self::outcomes::Outcomes;
-use self::stack::{DispatchSetup, Dispatcher, Names, Outcomes as SimOutcomes, Sim};
+use self::stack::{creates, start_dispatcher, DispatchSetup, Names, Outcomes as SimOutcomes, Sim};
 
 fn main() -> Result<()> {
     callstream_bench::init("launch", &[]);
@@ -149,9 +149,9 @@ fn measure(
         send_deadline: Duration::from_millis(args.send_deadline_ms),
     };
     let timeout = Duration::from_secs(args.timeout_s);
-    let (mut dispatcher, throughput) =
+    let (mut dispatcher, dispatch, throughput) =
         phases::throughput(args.launches, &mut outcomes, timeout, || {
-            Dispatcher::start(settings, names, &sim, setup)
+            start_dispatcher(settings, names, &sim, setup)
         })?;
     report.emit("launches_per_s", throughput.launches_per_s(), "launches/s")?;
     report.emit("launches", throughput.launches as f64, "launches")?;
@@ -197,13 +197,13 @@ fn measure(
     }
     report.emit(
         "commits",
-        dispatcher.metrics.commits.get() as f64,
+        dispatcher.metrics().commits.get() as f64,
         "commits",
     )?;
     // Creates that waited here past their send deadline were not sent and
     // had to go again: a sign the backlog outran the provider side.
     for outcome in ["accepted", "not_sent", "transient", "ambiguous"] {
-        let count = dispatcher.creates(outcome);
+        let count = creates(&dispatch, outcome);
         report.emit(&format!("creates_{outcome}"), count as f64, "requests")?;
     }
     dispatcher.stop()?;

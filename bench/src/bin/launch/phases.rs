@@ -16,9 +16,11 @@ use callstream_platform::topics::LAUNCH_COMMANDS;
 use callstream_platform::KafkaSettings;
 use tracing::info;
 
+use callstream_bench::processor::RunningProcessor;
+
 use crate::commands::{paced, Pace};
 use crate::outcomes::Outcomes;
-use crate::stack::{Dispatcher, Names};
+use crate::stack::Names;
 use crate::threads::Reading;
 
 const PROGRESS_EVERY: Duration = Duration::from_secs(5);
@@ -41,21 +43,22 @@ impl Throughput {
     }
 }
 
-/// Starts the dispatcher through `start` and waits for `launches` decisions.
-pub fn throughput(
+/// Starts the dispatcher through `start` (which returns it with what else
+/// it started, `T`) and waits for `launches` decisions.
+pub fn throughput<T>(
     launches: u64,
     outcomes: &mut Outcomes,
     timeout: Duration,
-    start: impl FnOnce() -> Result<Dispatcher>,
-) -> Result<(Dispatcher, Throughput)> {
+    start: impl FnOnce() -> Result<(RunningProcessor, T)>,
+) -> Result<(RunningProcessor, T, Throughput)> {
     let cpu_before = Reading::now();
     let started = Instant::now();
-    let mut dispatcher = start()?;
+    let (mut dispatcher, with) = start()?;
     let mut first: Option<Instant> = None;
     let mut last_progress = Instant::now();
     while outcomes.count() < launches {
-        dispatcher.check()?;
-        if first.is_none() && dispatcher.metrics.records_in.get() > 0 {
+        dispatcher.ensure_running()?;
+        if first.is_none() && dispatcher.metrics().records_in.get() > 0 {
             first = Some(Instant::now());
         }
         outcomes.read_some(Duration::from_millis(10));
@@ -63,13 +66,13 @@ pub fn throughput(
             bail!(
                 "only {} of {launches} launches decided after {timeout:?} (dispatcher handled {} records)",
                 outcomes.count(),
-                dispatcher.metrics.records_in.get()
+                dispatcher.metrics().records_in.get()
             );
         }
         if last_progress.elapsed() >= PROGRESS_EVERY {
             last_progress = Instant::now();
             info!(
-                handled = dispatcher.metrics.records_in.get(),
+                handled = dispatcher.metrics().records_in.get(),
                 decided = outcomes.count(),
                 "running"
             );
@@ -80,6 +83,7 @@ pub fn throughput(
     let first = first.unwrap_or(started);
     Ok((
         dispatcher,
+        with,
         Throughput {
             launches,
             seconds: end.duration_since(first).as_secs_f64(),
@@ -103,7 +107,7 @@ pub fn latency(
     run: u64,
     pace: Pace,
     outcomes: &mut Outcomes,
-    dispatcher: &mut Dispatcher,
+    dispatcher: &mut RunningProcessor,
     timeout: Duration,
 ) -> Result<Latency> {
     let (tx, rx) = mpsc::channel();
@@ -114,7 +118,7 @@ pub fn latency(
     let started = Instant::now();
     let mut last_progress = Instant::now();
     while outcomes.count() - decided_before < pace.count {
-        dispatcher.check()?;
+        dispatcher.ensure_running()?;
         take_sent(&rx, &mut sent, pace.first);
         outcomes.read_some(Duration::from_millis(5));
         if started.elapsed() > timeout {

@@ -6,12 +6,10 @@
 //! Twilio adapter over HTTP, effects after commit).
 
 use std::num::NonZeroU32;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::Duration;
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{Context, Result};
 use callstream_launch_dispatcher::telemetry::RequestLabels;
 use callstream_launch_dispatcher::{
     effect_runner, processor, spec, DispatchMetrics, DispatcherConfig,
@@ -20,11 +18,12 @@ use callstream_platform::topics::{
     TopicKind, AUDIT, CALL_LAUNCHES, CONTROL, DEAD_LETTERS, EXCEPTIONS, LAUNCH_COMMANDS,
 };
 use callstream_platform::{KafkaSettings, Topics};
-use callstream_runtime::{CommitPolicy, RuntimeConfig, RuntimeError, RuntimeMetrics};
+use callstream_runtime::CommitPolicy;
 use callstream_sim_voice::config::{DEFAULT_ACCOUNT_SID, DEFAULT_AUTH_TOKEN};
 use callstream_sim_voice::{Behaviour, SimState, SimVoiceConfig};
 
 use callstream_bench::kafka::{create_topics, unique_name};
+use callstream_bench::processor::{effects_config, RunningProcessor};
 
 /// Thread name prefix of the simulator's runtime.
 pub const SIM_THREADS: &str = "ld-sim";
@@ -183,120 +182,47 @@ pub struct DispatchSetup {
     pub send_deadline: Duration,
 }
 
-/// A running dispatcher.
-pub struct Dispatcher {
-    pub metrics: Arc<RuntimeMetrics>,
-    pub dispatch: Arc<DispatchMetrics>,
-    shutdown: Arc<AtomicBool>,
-    thread: Option<JoinHandle<Result<(), RuntimeError>>>,
+/// Starts the dispatcher on its own thread ([`DISPATCHER_THREAD`]) as
+/// `setup` asks, against the simulator and the sink, with no provider-wide
+/// cap, its effects the Twilio adapter; returns it with its own metrics
+/// (see [`creates`]).
+pub fn start_dispatcher(
+    settings: &KafkaSettings,
+    names: &Names,
+    sim: &Sim,
+    setup: DispatchSetup,
+) -> Result<(RunningProcessor, Arc<DispatchMetrics>)> {
+    let mut config = DispatcherConfig::new(
+        names.topics.clone(),
+        &sim.url,
+        DEFAULT_ACCOUNT_SID,
+        DEFAULT_AUTH_TOKEN,
+        &sim.sink_url,
+    );
+    config.twilio.default_from = Some("+15550001000".into());
+    // The provider-wide cap is a safety net (default 50/s); here it
+    // would be all that is measured.
+    config.calls_per_second = NonZeroU32::MAX.get();
+    config.concurrency = setup.concurrency;
+    config.policy.send_deadline = setup.send_deadline;
+    config
+        .validate()
+        .context("the dispatcher's configuration")?;
+    let twilio = effect_runner(&config).context("building the Twilio adapter")?;
+    let runtime = effects_config(settings, &names.app, twilio, setup.commit);
+    let spec = spec(&config.topics, &names.app);
+    let dispatcher = RunningProcessor::start(DISPATCHER_THREAD, processor(&config), spec, runtime)?;
+    Ok((dispatcher, config.metrics))
 }
 
-impl Dispatcher {
-    pub fn start(
-        settings: &KafkaSettings,
-        names: &Names,
-        sim: &Sim,
-        setup: DispatchSetup,
-    ) -> Result<Self> {
-        let mut config = DispatcherConfig::new(
-            names.topics.clone(),
-            &sim.url,
-            DEFAULT_ACCOUNT_SID,
-            DEFAULT_AUTH_TOKEN,
-            &sim.sink_url,
-        );
-        config.twilio.default_from = Some("+15550001000".into());
-        // The provider-wide cap is a safety net (default 50/s); here it
-        // would be all that is measured.
-        config.calls_per_second = NonZeroU32::MAX.get();
-        config.concurrency = setup.concurrency;
-        config.policy.send_deadline = setup.send_deadline;
-        config
-            .validate()
-            .context("the dispatcher's configuration")?;
-        let kafka = KafkaSettings::new(&settings.bootstrap_servers, format!("{}-0", names.app));
-        let mut runtime = RuntimeConfig::new(kafka, &names.app, "0");
-        runtime.commit = setup.commit;
-        runtime.effects = Some(effect_runner(&config).context("building the Twilio adapter")?);
-        let metrics = runtime.metrics.clone();
-        let dispatch = config.metrics.clone();
-        let shutdown = runtime.shutdown.clone();
-        let dispatcher = processor(&config);
-        let spec = spec(&config.topics, &names.app);
-        let thread = std::thread::Builder::new()
-            .name(DISPATCHER_THREAD.into())
-            .spawn(move || callstream_runtime::run(dispatcher, spec, runtime))
-            .context("starting the dispatcher thread")?;
-        Ok(Self {
-            metrics,
-            dispatch,
-            shutdown,
-            thread: Some(thread),
+/// Provider creates so far that ended as `outcome` (`accepted`,
+/// `not_sent`: queued here past their send deadline, `transient`, ...).
+pub fn creates(dispatch: &DispatchMetrics, outcome: &str) -> u64 {
+    dispatch
+        .requests
+        .get_or_create(&RequestLabels {
+            op: "create".into(),
+            outcome: outcome.into(),
         })
-    }
-
-    /// Fails if the dispatcher has stopped on its own (only an error stops it).
-    pub fn check(&mut self) -> Result<()> {
-        if self.thread.as_ref().is_some_and(JoinHandle::is_finished) {
-            self.join()?;
-            bail!("the dispatcher stopped during the measurement");
-        }
-        Ok(())
-    }
-
-    /// Provider creates so far that ended as `outcome` (`accepted`,
-    /// `not_sent`: queued here past their send deadline, `transient`, ...).
-    pub fn creates(&self, outcome: &str) -> u64 {
-        self.dispatch
-            .requests
-            .get_or_create(&RequestLabels {
-                op: "create".into(),
-                outcome: outcome.into(),
-            })
-            .get()
-    }
-
-    /// Mean commit time so far (ms), from the runtime's Prometheus text.
-    pub fn mean_commit_ms(&self) -> Option<f64> {
-        let text = self.metrics.encode();
-        let sample = |name: &str| {
-            text.lines().find_map(|line| {
-                let rest = line.strip_prefix(name)?;
-                let rest = match rest.strip_prefix('{') {
-                    Some(labelled) => &labelled[labelled.find('}')? + 1..],
-                    None => rest,
-                };
-                rest.strip_prefix(' ')?.trim().parse::<f64>().ok()
-            })
-        };
-        let sum = sample("callstream_runtime_commit_latency_seconds_sum")?;
-        let count = sample("callstream_runtime_commit_latency_seconds_count")?;
-        (count > 0.0).then(|| sum / count * 1000.0)
-    }
-
-    /// Stops the dispatcher (its open transaction commits) and waits for it.
-    pub fn stop(mut self) -> Result<()> {
-        self.shutdown.store(true, Ordering::SeqCst);
-        self.join()
-    }
-
-    fn join(&mut self) -> Result<()> {
-        let Some(thread) = self.thread.take() else {
-            return Ok(());
-        };
-        thread
-            .join()
-            .map_err(|_| anyhow!("the dispatcher thread panicked"))?
-            .context("the dispatcher failed")
-    }
-}
-
-impl Drop for Dispatcher {
-    fn drop(&mut self) {
-        // On an early return: don't leave a dispatcher running behind us.
-        self.shutdown.store(true, Ordering::SeqCst);
-        if let Err(error) = self.join() {
-            tracing::warn!(%error, "dispatcher stopped with an error");
-        }
-    }
+        .get()
 }
