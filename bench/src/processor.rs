@@ -8,8 +8,6 @@
 //! The label a benchmark starts one with names the processor in the
 //! thread's name and in every message (`the detector failed`).
 
-use std::error::Error;
-use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -45,73 +43,40 @@ pub fn effects_config(
 }
 
 /// Why a processor is not running on.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum ProcessorError {
     /// Its thread could not be started.
+    #[error("starting the {label} thread")]
     Spawn {
         label: &'static str,
         source: std::io::Error,
     },
     /// It panicked.
+    #[error("the {label} thread panicked")]
     Panicked { label: &'static str },
     /// It returned an error (boxed: a runtime error is large, and every
     /// `Result` of this type would carry its size).
+    #[error("the {label} failed")]
     Failed {
         label: &'static str,
         source: Box<RuntimeError>,
     },
     /// It returned without being asked to stop (it only does on an error,
     /// so a measurement that goes on would wait for nothing).
+    #[error("the {label} stopped during the measurement")]
     StoppedEarly { label: &'static str },
     /// It sent records to dead letters, so a count of records handled that
     /// a measurement waits for may never be reached.
+    #[error("the {label} sent {records} records to dead letters (see its log)")]
     DeadLetters { label: &'static str, records: u64 },
     /// It had not handled all the records waited for in time.
+    #[error("the {label} handled {handled} of {records} inputs in {timeout:?}")]
     TimedOut {
         label: &'static str,
         handled: u64,
         records: u64,
         timeout: Duration,
     },
-}
-
-impl fmt::Display for ProcessorError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Spawn { label, .. } => write!(f, "starting the {label} thread"),
-            Self::Panicked { label } => write!(f, "the {label} thread panicked"),
-            Self::Failed { label, .. } => write!(f, "the {label} failed"),
-            Self::StoppedEarly { label } => {
-                write!(f, "the {label} stopped during the measurement")
-            }
-            Self::DeadLetters { label, records } => write!(
-                f,
-                "the {label} sent {records} records to dead letters (see its log)"
-            ),
-            Self::TimedOut {
-                label,
-                handled,
-                records,
-                timeout,
-            } => write!(
-                f,
-                "the {label} handled {handled} of {records} inputs in {timeout:?}"
-            ),
-        }
-    }
-}
-
-impl Error for ProcessorError {
-    fn source(&self) -> Option<&(dyn Error + 'static)> {
-        match self {
-            Self::Spawn { source, .. } => Some(source),
-            Self::Failed { source, .. } => Some(source.as_ref()),
-            Self::Panicked { .. }
-            | Self::StoppedEarly { .. }
-            | Self::DeadLetters { .. }
-            | Self::TimedOut { .. } => None,
-        }
-    }
 }
 
 /// A processor on its own thread. Dropping it stops it and waits, so an
@@ -273,7 +238,7 @@ impl Drop for RunningProcessor {
         self.shutdown.store(true, Ordering::SeqCst);
         if let Err(error) = self.join() {
             // As an error value, so the log shows its cause too.
-            let error: &(dyn Error + 'static) = &error;
+            let error: &(dyn std::error::Error + 'static) = &error;
             tracing::warn!(error, "{} stopped with an error", self.label);
         }
     }
@@ -306,6 +271,7 @@ pub fn sample(text: &str, name: &str) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::error::Error as _;
 
     #[test]
     fn effects_config_is_instance_zero_with_the_effects_and_commit_policy() {
