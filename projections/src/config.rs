@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use callstream_platform::{KafkaSettings, Topics};
+use callstream_platform::{KafkaSettings, SettingError, Settings, Topics};
 
 use crate::error::ProjectionError;
 use crate::view::View;
@@ -71,40 +71,45 @@ impl ProjectionsConfig {
 
     /// Reads the settings named on the fields.
     pub fn from_env() -> Result<Self, ProjectionError> {
-        let database_url =
-            std::env::var("DATABASE_URL").unwrap_or_else(|_| DEFAULT_DATABASE_URL.to_string());
-        let topics = Topics::from_env().map_err(|e| ProjectionError::Config(e.to_string()))?;
+        let settings = Settings::env();
+        let config_error = |e: SettingError| ProjectionError::Config(e.to_string());
+        let database_url = settings
+            .get("DATABASE_URL")
+            .unwrap_or_else(|| DEFAULT_DATABASE_URL.to_string());
+        let topics = settings.topics().map_err(config_error)?;
         let mut config = Self::new(
             database_url,
             KafkaSettings::from_env("callstream-projections"),
             topics,
         );
-        if let Ok(list) = std::env::var("CALLSTREAM_PROJECTIONS_VIEWS") {
+        if let Some(list) = settings.get("CALLSTREAM_PROJECTIONS_VIEWS") {
             config.views = parse_views(&list)?;
         }
-        if let Some(n) = env_u64("CALLSTREAM_PROJECTIONS_BATCH_RECORDS")? {
-            config.batch_max_records = usize::try_from(n.max(1)).unwrap_or(usize::MAX);
-        }
-        if let Some(n) = env_u64("CALLSTREAM_PROJECTIONS_REBUILD_BATCH_RECORDS")? {
-            config.rebuild_batch_records = usize::try_from(n.max(1)).unwrap_or(usize::MAX);
-        }
-        if let Some(n) = env_u64("CALLSTREAM_PROJECTIONS_COMMIT_LANES")? {
-            config.commit_lanes = usize::try_from(n.max(1)).unwrap_or(usize::MAX);
-        }
-        let millis = |name| env_u64(name).map(|v| v.map(Duration::from_millis));
-        if let Some(d) = millis("CALLSTREAM_PROJECTIONS_BATCH_MS")? {
-            config.batch_max_wait = d;
-        }
-        if let Some(d) = millis("CALLSTREAM_PROJECTIONS_RETRY_MS")? {
-            config.retry_initial = d;
-        }
-        if let Some(d) = millis("CALLSTREAM_PROJECTIONS_RETRY_MAX_MS")? {
-            config.retry_max = d;
-        }
-        if let Some(d) = millis("CALLSTREAM_PROJECTIONS_METADATA_MS")? {
-            config.metadata_interval = d;
-        }
-        if let Ok(v) = std::env::var("CALLSTREAM_PROJECTIONS_MIGRATE") {
+        // Counts of at least one: 0 would stall a batch or commit nothing.
+        let count = |name, default: usize| {
+            let n = settings
+                .number(name, u64::try_from(default).unwrap_or(u64::MAX))
+                .map_err(config_error)?;
+            Ok::<_, ProjectionError>(usize::try_from(n.max(1)).unwrap_or(usize::MAX))
+        };
+        config.batch_max_records = count(
+            "CALLSTREAM_PROJECTIONS_BATCH_RECORDS",
+            config.batch_max_records,
+        )?;
+        config.rebuild_batch_records = count(
+            "CALLSTREAM_PROJECTIONS_REBUILD_BATCH_RECORDS",
+            config.rebuild_batch_records,
+        )?;
+        config.commit_lanes = count("CALLSTREAM_PROJECTIONS_COMMIT_LANES", config.commit_lanes)?;
+        let millis = |name, default| settings.millis(name, default).map_err(config_error);
+        config.batch_max_wait = millis("CALLSTREAM_PROJECTIONS_BATCH_MS", config.batch_max_wait)?;
+        config.retry_initial = millis("CALLSTREAM_PROJECTIONS_RETRY_MS", config.retry_initial)?;
+        config.retry_max = millis("CALLSTREAM_PROJECTIONS_RETRY_MAX_MS", config.retry_max)?;
+        config.metadata_interval = millis(
+            "CALLSTREAM_PROJECTIONS_METADATA_MS",
+            config.metadata_interval,
+        )?;
+        if let Some(v) = settings.get("CALLSTREAM_PROJECTIONS_MIGRATE") {
             config.migrate = !matches!(v.trim(), "0" | "false" | "no" | "off");
         }
         Ok(config)
@@ -128,17 +133,6 @@ pub fn parse_views(list: &str) -> Result<Vec<View>, ProjectionError> {
     views.sort_unstable();
     views.dedup();
     Ok(views)
-}
-
-fn env_u64(name: &str) -> Result<Option<u64>, ProjectionError> {
-    match std::env::var(name) {
-        Err(_) => Ok(None),
-        Ok(v) => v
-            .trim()
-            .parse()
-            .map(Some)
-            .map_err(|_| ProjectionError::Config(format!("{name}={v:?} is not a whole number"))),
-    }
 }
 
 #[cfg(test)]

@@ -11,25 +11,11 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::{Context, Result};
 use callstream_crm_dispatcher as crm;
-use callstream_platform::KafkaSettings;
+use callstream_platform::{KafkaSettings, Settings};
 use callstream_runtime::RuntimeConfig;
-
-fn env_ms(name: &str) -> Result<Option<Duration>> {
-    match std::env::var(name) {
-        Err(_) => Ok(None),
-        Ok(value) => {
-            let ms: u64 = value
-                .trim()
-                .parse()
-                .with_context(|| format!("{name}={value:?} is not a whole number"))?;
-            Ok(Some(Duration::from_millis(ms)))
-        }
-    }
-}
 
 fn main() -> Result<()> {
     callstream_platform::telemetry::init_tracing("info");
@@ -42,12 +28,13 @@ fn main() -> Result<()> {
         &app_id,
         instance,
     );
-    if let Some(timeout) = env_ms("CALLSTREAM_TRANSACTION_TIMEOUT_MS")? {
-        runtime.transaction_timeout = timeout;
-    }
-    if let Some(timeout) = env_ms("CALLSTREAM_SESSION_TIMEOUT_MS")? {
-        runtime.session_timeout = timeout;
-    }
+    let settings = Settings::env();
+    runtime.transaction_timeout = settings.millis(
+        "CALLSTREAM_TRANSACTION_TIMEOUT_MS",
+        runtime.transaction_timeout,
+    )?;
+    runtime.session_timeout =
+        settings.millis("CALLSTREAM_SESSION_TIMEOUT_MS", runtime.session_timeout)?;
     runtime.effects = Some(crm::effect_runner(&config).context("building the CRM client")?);
     stop_on_signal(runtime.shutdown.clone());
     tracing::info!(app = %app_id, crm = %config.base_url, "CRM dispatcher starting");

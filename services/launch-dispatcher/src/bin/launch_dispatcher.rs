@@ -10,25 +10,11 @@
 //! Stops cleanly on SIGTERM or SIGINT (the open transaction commits).
 
 use std::sync::atomic::Ordering;
-use std::time::Duration;
 
 use anyhow::{Context, Result};
 use callstream_launch_dispatcher::{effect_runner, processor, spec, DispatcherConfig, APP_ID};
-use callstream_platform::KafkaSettings;
+use callstream_platform::{KafkaSettings, Settings};
 use callstream_runtime::RuntimeConfig;
-
-fn millis(name: &str) -> Result<Option<Duration>> {
-    match std::env::var(name) {
-        Err(_) => Ok(None),
-        Ok(value) => {
-            let ms: u64 = value
-                .trim()
-                .parse()
-                .with_context(|| format!("{name}={value:?} is not a whole number"))?;
-            Ok(Some(Duration::from_millis(ms)))
-        }
-    }
-}
 
 fn main() -> Result<()> {
     callstream_platform::telemetry::init_tracing("warn,callstream_launch_dispatcher=info");
@@ -40,12 +26,15 @@ fn main() -> Result<()> {
         &app,
         &instance,
     );
-    if let Some(timeout) = millis("CALLSTREAM_RUNTIME_TRANSACTION_TIMEOUT_MS")? {
-        runtime.transaction_timeout = timeout;
-    }
-    if let Some(timeout) = millis("CALLSTREAM_RUNTIME_SESSION_TIMEOUT_MS")? {
-        runtime.session_timeout = timeout;
-    }
+    let settings = Settings::env();
+    runtime.transaction_timeout = settings.millis(
+        "CALLSTREAM_RUNTIME_TRANSACTION_TIMEOUT_MS",
+        runtime.transaction_timeout,
+    )?;
+    runtime.session_timeout = settings.millis(
+        "CALLSTREAM_RUNTIME_SESSION_TIMEOUT_MS",
+        runtime.session_timeout,
+    )?;
     runtime.effects = Some(effect_runner(&config).context("building the provider client")?);
     let shutdown = runtime.shutdown.clone();
     std::thread::spawn(move || {
