@@ -14,6 +14,9 @@ pub mod policy;
 pub mod slot_grid;
 pub mod workflow;
 
+// Names: every deterministic id.
+pub mod ids;
+
 // Retrying what failed: the dispatchers' delays.
 pub mod backoff;
 

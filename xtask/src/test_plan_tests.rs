@@ -93,7 +93,7 @@ fn package_names_come_from_package_ids() {
 
 #[test]
 fn artifacts_of_test_builds_become_binaries_and_the_rest_is_skipped() {
-    let test = r#"{"reason":"compiler-artifact","package_id":"path+file:///w/services/gateway#callstream-gateway@0.1.0","manifest_path":"/w/services/gateway/Cargo.toml","target":{"kind":["test"],"crate_types":["bin"],"name":"outage","src_path":"/w/services/gateway/tests/outage.rs"},"profile":{"test":true},"executable":"/w/target/debug/deps/outage-abc","fresh":true}"#;
+    let test = r#"{"reason":"compiler-artifact","package_id":"path+file:///w/edges/gateway#callstream-gateway@0.1.0","manifest_path":"/w/edges/gateway/Cargo.toml","target":{"kind":["test"],"crate_types":["bin"],"name":"outage","src_path":"/w/edges/gateway/tests/outage.rs"},"profile":{"test":true},"executable":"/w/target/debug/deps/outage-abc","fresh":true}"#;
     let lib = r#"{"reason":"compiler-artifact","package_id":"path+file:///w/xtask#0.1.0","manifest_path":"/w/xtask/Cargo.toml","target":{"kind":["bin"],"name":"xtask"},"profile":{"test":true},"executable":"/w/target/debug/deps/xtask-1"}"#;
     let not_test = r#"{"reason":"compiler-artifact","package_id":"p#a@1","manifest_path":"/w/a/Cargo.toml","target":{"kind":["lib"],"name":"a"},"profile":{"test":false},"executable":null}"#;
     let other = r#"{"reason":"build-finished","success":true}"#;
@@ -101,7 +101,7 @@ fn artifacts_of_test_builds_become_binaries_and_the_rest_is_skipped() {
     let outage = parse_artifact(test).unwrap();
     assert_eq!(outage.package, "callstream-gateway");
     assert_eq!(outage.label(), "callstream-gateway tests/outage");
-    assert_eq!(outage.manifest_dir, PathBuf::from("/w/services/gateway"));
+    assert_eq!(outage.manifest_dir, PathBuf::from("/w/edges/gateway"));
     assert_eq!(
         outage.executable,
         PathBuf::from("/w/target/debug/deps/outage-abc")

@@ -61,7 +61,7 @@ pub async fn run(command: &ControlCommand) -> Result<(), ControlError> {
 
 #[derive(Debug, Clone, Args)]
 pub struct ApplyArgs {
-    /// The control file (TOML; see services/control/example-control.toml).
+    /// The control file (TOML; see edges/control/example-control.toml).
     pub file: PathBuf,
     /// Who applies it, recorded on every change (default: $USER).
     #[arg(long, env = "USER")]
