@@ -39,6 +39,12 @@ pub mod namespace {
     /// The CRM dispatcher's events:
     /// UUIDv5(URL, "https://callstream.dev/ns/crm-dispatcher").
     pub const CRM_DISPATCHER: Uuid = Uuid::from_u128(0x8b86_f0a1_94d0_556b_8d1e_7d50_0898_0979);
+    /// CRM idempotency keys: UUIDv5(URL, "https://callstream.dev/ns/crm-command").
+    /// Changing it would make every replayed command look new to the CRM.
+    pub const CRM_COMMAND: Uuid = Uuid::from_u128(0xdae0757d_7bc7_5da9_b4d7_b03e45a23ad7);
+    /// The workflow's dedupe digests: UUIDv5(URL, "https://callstream.dev/ns/dedupe").
+    /// Stored contact state holds digests made under it.
+    pub const DEDUPE: Uuid = Uuid::from_u128(0x68c21c1b_ae41_5e39_b39c_2ecbd3738c8e);
 }
 
 /// One part of an id's name, and how it is framed in the name.
@@ -371,6 +377,46 @@ pub mod crm_dispatcher {
     /// The id of the `ordinal`-th exception opened for operation `op`.
     pub fn exception(op: &Uuid, ordinal: u32) -> Uuid {
         event(op, "exception", ordinal)
+    }
+}
+
+/// The idempotency key of a CRM command: one per tenant, call and action,
+/// sent to the CRM as is, so a replayed outcome yields the same key.
+pub fn crm_command(tenant_id: &str, call_id: &str, action: &str) -> Uuid {
+    derive(
+        &namespace::CRM_COMMAND,
+        &[
+            Part::Framed64(tenant_id.as_bytes()),
+            Part::Framed64(call_id.as_bytes()),
+            Part::Framed64(action.as_bytes()),
+        ],
+    )
+}
+
+/// The digests the contact workflow remembers to drop duplicate deliveries.
+pub mod dedupe {
+    use super::{
+        derive,
+        namespace::DEDUPE,
+        Part::{Framed64, Raw},
+    };
+    use uuid::Uuid;
+
+    /// A delivery seen by its event id.
+    pub fn event(event_id: &str) -> Uuid {
+        derive(&DEDUPE, &[Raw(b"e"), Raw(event_id.as_bytes())])
+    }
+
+    /// A delivery seen by its call and outcome (`outcome` as its wire name).
+    pub fn call_outcome(call_id: &str, outcome: &str) -> Uuid {
+        derive(
+            &DEDUPE,
+            &[
+                Raw(b"c"),
+                Framed64(call_id.as_bytes()),
+                Raw(outcome.as_bytes()),
+            ],
+        )
     }
 }
 

@@ -80,6 +80,15 @@ fn namespaces_are_the_documented_derivations() {
         url("https://callstream.dev/ns/contact-processor")
     );
     assert_eq!(namespace::LAUNCH, url("https://callstream.dev/ns/launch"));
+    assert_eq!(
+        namespace::CRM_DISPATCHER,
+        url("https://callstream.dev/ns/crm-dispatcher")
+    );
+    assert_eq!(
+        namespace::CRM_COMMAND,
+        url("https://callstream.dev/ns/crm-command")
+    );
+    assert_eq!(namespace::DEDUPE, url("https://callstream.dev/ns/dedupe"));
 }
 
 /// Each rule against the code it replaced.
@@ -212,6 +221,21 @@ fn every_rule_derives_the_name_it_always_derived() {
         control::change(&job, "t1/system_pause"),
         v5(&job, b"t1/system_pause")
     );
+    assert_eq!(
+        crm_command("t1", "CA1", "log_call"),
+        v5(
+            &namespace::CRM_COMMAND,
+            &framed64(&[b"t1", b"CA1", b"log_call"])
+        )
+    );
+    assert_eq!(dedupe::event("ev-1"), v5(&namespace::DEDUPE, b"eev-1"));
+    let mut name = b"c".to_vec();
+    name.extend_from_slice(&3u64.to_be_bytes());
+    name.extend_from_slice(b"CA1answered");
+    assert_eq!(
+        dedupe::call_outcome("CA1", "answered"),
+        v5(&namespace::DEDUPE, &name)
+    );
 }
 
 /// Known values: ids already written were derived this way. If one of these
@@ -324,6 +348,21 @@ fn every_rule_keeps_its_known_values() {
             "crm event",
             crm_dispatcher::event(&launch, "result", 2),
             "4a68cdab-9569-5e46-a480-31dd49645fd6",
+        ),
+        (
+            "crm command",
+            crm_command("t1", "CA1", "log_call"),
+            "1c09063c-41e5-56c5-9007-a949b7bc02cf",
+        ),
+        (
+            "dedupe event",
+            dedupe::event("ev-1"),
+            "5e50355a-d11a-5611-b654-2b7b7a270a50",
+        ),
+        (
+            "dedupe call",
+            dedupe::call_outcome("CA1", "answered"),
+            "14ae3b41-f426-57d6-a986-f0806f902e55",
         ),
         (
             "control change",

@@ -9,10 +9,7 @@ use uuid::Uuid;
 
 use crate::normaliser::Outcome;
 
-/// Namespace of CRM idempotency keys:
-/// UUIDv5(URL, "https://callstream.dev/ns/crm-command"). Fixed forever:
-/// changing it would make every replayed command look new to the CRM.
-pub const CRM_COMMAND_NAMESPACE: Uuid = Uuid::from_u128(0xdae0757d_7bc7_5da9_b4d7_b03e45a23ad7);
+pub use crate::ids::namespace::CRM_COMMAND as CRM_COMMAND_NAMESPACE;
 
 /// A command for the CRM about one call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -60,12 +57,7 @@ impl CrmAction {
 /// `tenant_id`. The fields are length-prefixed, so no two different
 /// triples can share their bytes.
 pub fn idempotency_key(tenant_id: &str, call_id: &str, action: &str) -> Uuid {
-    let mut bytes = Vec::with_capacity(24 + tenant_id.len() + call_id.len() + action.len());
-    for part in [tenant_id, call_id, action] {
-        bytes.extend_from_slice(&(part.len() as u64).to_be_bytes());
-        bytes.extend_from_slice(part.as_bytes());
-    }
-    Uuid::new_v5(&CRM_COMMAND_NAMESPACE, &bytes)
+    crate::ids::crm_command(tenant_id, call_id, action)
 }
 
 impl CrmCommand {

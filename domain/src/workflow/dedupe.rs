@@ -23,9 +23,6 @@ use crate::normaliser::Outcome;
 /// a [`Deduplicator`] remembers unless told otherwise.
 pub const DEFAULT_DEDUPE_CAPACITY: usize = 32;
 
-/// Namespace of the dedupe digests: UUIDv5(URL, "https://callstream.dev/ns/dedupe").
-/// Fixed forever: stored state holds digests made under it.
-const DEDUPE_NAMESPACE: Uuid = Uuid::from_u128(0x68c21c1b_ae41_5e39_b39c_2ecbd3738c8e);
 
 /// What [`Deduplicator::observe`] decided.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -124,32 +121,17 @@ fn push_bounded(keys: &mut VecDeque<Uuid>, key: Uuid, capacity: usize) {
 }
 
 fn event_key(event_id: &str) -> Uuid {
-    let mut bytes = Vec::with_capacity(1 + event_id.len());
-    bytes.push(b'e');
-    bytes.extend_from_slice(event_id.as_bytes());
-    Uuid::new_v5(&DEDUPE_NAMESPACE, &bytes)
+    crate::ids::dedupe::event(event_id)
 }
 
 fn call_key(call_id: &str, outcome: Outcome) -> Uuid {
-    // Length-prefixed so ("ab", x) and ("a", "bx") can never collide.
-    let mut bytes = Vec::with_capacity(9 + call_id.len() + 16);
-    bytes.push(b'c');
-    bytes.extend_from_slice(&(call_id.len() as u64).to_be_bytes());
-    bytes.extend_from_slice(call_id.as_bytes());
-    bytes.extend_from_slice(outcome.as_str().as_bytes());
-    Uuid::new_v5(&DEDUPE_NAMESPACE, &bytes)
+    crate::ids::dedupe::call_outcome(call_id, outcome.as_str())
 }
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
-
-    #[test]
-    fn namespace_is_the_documented_derivation() {
-        let derived = Uuid::new_v5(&Uuid::NAMESPACE_URL, b"https://callstream.dev/ns/dedupe");
-        assert_eq!(DEDUPE_NAMESPACE, derived);
-    }
 
     #[test]
     fn duplicates_by_event_id_or_by_call_and_outcome() {

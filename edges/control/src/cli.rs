@@ -17,9 +17,9 @@ use clap::{Args, Subcommand};
 use crate::diff::{change_events, plan_changes, ApplyMeta};
 use crate::file::{ControlFile, FileError};
 use crate::kafka::{publish, read_table, KafkaIoError};
-use crate::keys::SettingKey;
 use crate::show::{describe, render_json, render_text};
-use crate::view::ControlSnapshot;
+use callstream_kit::control::keys::SettingKey;
+use callstream_kit::control::view::ControlSnapshot;
 
 /// Where the control topic is.
 #[derive(Debug, Clone, Args)]

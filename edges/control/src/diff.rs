@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use callstream_schemas::{Actor, ControlChange, ControlValue, Timestamp};
 use uuid::Uuid;
 
-use crate::keys::SettingKey;
+use callstream_kit::control::keys::SettingKey;
 
 /// One setting to change.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,7 +85,7 @@ pub fn change_events(plan: &[PlannedChange], meta: &ApplyMeta) -> Vec<ControlCha
         .map(|change| {
             let key = change.key.record_key();
             ControlChange {
-                event_id: Uuid::new_v5(&meta.apply_id, key.as_bytes()),
+                event_id: callstream_domain::ids::control::change(&meta.apply_id, &key),
                 tenant_id: change.key.tenant.clone(),
                 occurred_at: meta.at,
                 causation_id: Some(meta.apply_id),

@@ -19,7 +19,7 @@ use callstream_schemas::{
     CampaignSettings, CompletionSettings, ControlSetting, ControlValue, GridSettings,
 };
 
-use crate::keys::{SettingKey, ALL_TENANTS};
+use callstream_kit::control::keys::{SettingKey, ALL_TENANTS};
 
 mod raw;
 mod validate;

@@ -20,7 +20,7 @@ use rdkafka::message::{Header, Message, OwnedHeaders};
 use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
 use rdkafka::{Offset, TopicPartitionList};
 
-use crate::view::ControlSnapshot;
+use callstream_kit::control::view::ControlSnapshot;
 
 const TIMEOUT: Duration = Duration::from_secs(30);
 

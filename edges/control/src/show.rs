@@ -9,7 +9,7 @@ use callstream_schemas::{
 };
 
 use crate::diff::is_unset;
-use crate::view::ControlSnapshot;
+use callstream_kit::control::view::ControlSnapshot;
 
 /// The table as text, for people.
 pub fn render_text(snapshot: &ControlSnapshot, tenant: Option<&str>) -> String {
@@ -20,7 +20,7 @@ pub fn render_text(snapshot: &ControlSnapshot, tenant: Option<&str>) -> String {
             continue;
         }
         if current_tenant.as_deref() != Some(key.tenant.as_str()) {
-            let title = if key.tenant == crate::keys::ALL_TENANTS {
+            let title = if key.tenant == callstream_kit::control::keys::ALL_TENANTS {
                 "every tenant (*)".to_owned()
             } else {
                 format!("tenant {}", key.tenant)

@@ -6,9 +6,10 @@
 use std::time::Duration;
 
 use anyhow::Result;
-use callstream_control::{apply_file, kafka::read_table, ControlFile, ControlTable, Pause};
+use callstream_control::{apply_file, kafka::read_table, ControlFile};
 use callstream_e2e::runtime::{next_value, reader, Running};
 use callstream_e2e::{bootstrap_servers, create_topic, produce, producer, unique_name};
+use callstream_kit::control::{ControlTable, Pause};
 use callstream_platform::{admin, topics, KafkaSettings, TopicKind, Topics};
 use callstream_runtime::{Context, Output, ProcessError, Processor, ProcessorSpec, Record};
 use callstream_schemas::{Actor, ControlSetting};
@@ -103,9 +104,9 @@ async fn apply_publishes_differences_once_with_who_and_old_values() -> Result<()
     // The dropped campaign falls back to the built-in settings.
     assert_eq!(
         view.campaign("globex", "renewals").origin,
-        callstream_control::Origin::BuiltIn
+        callstream_kit::control::Origin::BuiltIn
     );
-    let key = callstream_control::SettingKey::new(
+    let key = callstream_kit::control::SettingKey::new(
         "acme",
         ControlSetting::CampaignPause,
         Some("enrolment"),

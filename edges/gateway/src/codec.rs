@@ -169,12 +169,13 @@ mod tests {
     use uuid::Uuid;
 
     use super::*;
-    use crate::event::{derive_id, ProviderKind};
+    use crate::event::ProviderKind;
+    use callstream_domain::ids;
 
     fn draft() -> CallEventDraft {
         let at = Utc.with_ymd_and_hms(2024, 3, 1, 15, 0, 0).unwrap();
         CallEventDraft {
-            event_id: derive_id(&["t", "twilio", "CA1", "completed", "2"]),
+            event_id: ids::gateway::twilio_call_event("t", "CA1", "completed", "2"),
             tenant_id: "t".into(),
             integration_id: "i".into(),
             provider: ProviderKind::Twilio,

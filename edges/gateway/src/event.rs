@@ -4,35 +4,12 @@
 //! a launch request for the contact processor.
 //!
 //! Guarantee: the event id is a pure function of the tenant, the provider
-//! and the provider's identity of the event, so a redelivered webhook gets
-//! the id it had the first time and downstream dedupe can drop it.
+//! and the provider's identity of the event (`callstream_domain::ids::gateway`),
+//! so a redelivered webhook gets the id it had the first time and downstream
+//! dedupe can drop it.
 
 use chrono::{DateTime, Utc};
-use sha1::{Digest, Sha1};
 use uuid::Uuid;
-
-/// The namespace of every id the gateway derives (UUIDv5).
-pub const EVENT_ID_NAMESPACE: Uuid = Uuid::from_u128(0x6c1e_3c4f_9a0b_5d2e_8f71_0c2b_4a6d_9e13);
-
-/// A deterministic event id: UUIDv5 over the length-prefixed parts, so no
-/// two different part lists can produce the same name.
-///
-/// Exactly `Uuid::new_v5(&EVENT_ID_NAMESPACE, name)` (a test holds it to
-/// that), hashed here with the `sha1` crate, which uses the CPU's SHA
-/// instructions, instead of uuid's portable SHA-1, and without building
-/// the name in a buffer first: this runs once per request.
-pub fn derive_id(parts: &[&str]) -> Uuid {
-    let mut hash = Sha1::new();
-    hash.update(EVENT_ID_NAMESPACE.as_bytes());
-    for part in parts {
-        hash.update(u32::try_from(part.len()).unwrap_or(u32::MAX).to_be_bytes());
-        hash.update(part.as_bytes());
-    }
-    let digest = hash.finalize();
-    let mut bytes = [0u8; 16];
-    bytes.copy_from_slice(&digest[..16]);
-    uuid::Builder::from_sha1_bytes(bytes).into_uuid()
-}
 
 /// The voice-platform formats the gateway accepts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -153,51 +130,6 @@ pub struct LaunchRequestDraft {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn ids_are_stable_and_unambiguous() {
-        let a = derive_id(&["t1", "twilio", "CA1", "completed", "3"]);
-        assert_eq!(a, derive_id(&["t1", "twilio", "CA1", "completed", "3"]));
-        assert_eq!(a.get_version_num(), 5);
-        let different = [
-            derive_id(&["t2", "twilio", "CA1", "completed", "3"]),
-            derive_id(&["t1", "json", "CA1", "completed", "3"]),
-            derive_id(&["t1", "twilio", "CA1", "completed", "4"]),
-            derive_id(&["t1", "twilio", "CA1completed", "", "3"]),
-            derive_id(&["t1twilio", "CA1", "completed", "3"]),
-        ];
-        for other in different {
-            assert_ne!(a, other);
-        }
-    }
-
-    #[test]
-    fn ids_are_uuid_v5_of_the_length_prefixed_name() {
-        // Frozen: ids already on the topics were derived this way, and a
-        // redelivery must get the id its first delivery got.
-        let id = derive_id(&["t1", "twilio", "CA1", "completed", "3"]);
-        assert_eq!(id.to_string(), "ba722aa0-e5da-52a3-89a1-4126440d0051");
-        let long = "x".repeat(300);
-        let cases: &[&[&str]] = &[
-            &[],
-            &[""],
-            &["a", ""],
-            &["tenant", "json", "msg_1"],
-            &[&long, "é"],
-        ];
-        for parts in cases {
-            let mut name = Vec::new();
-            for part in *parts {
-                name.extend_from_slice(&(part.len() as u32).to_be_bytes());
-                name.extend_from_slice(part.as_bytes());
-            }
-            assert_eq!(
-                derive_id(parts),
-                Uuid::new_v5(&EVENT_ID_NAMESPACE, &name),
-                "{parts:?}"
-            );
-        }
-    }
 
     #[test]
     fn provider_names_round_trip() {

@@ -22,12 +22,13 @@ use uuid::Uuid;
 use crate::app::{spend, AppState, Budgeted};
 use crate::config::{hash_token, TenantConfig};
 use crate::error::ApiError;
-use crate::event::{derive_id, ContactDetails, LaunchRequestDraft};
+use crate::event::{ContactDetails, LaunchRequestDraft};
 use crate::intake::{accepted, produce, read_body, RecordHeaders};
 use crate::metrics::{Outcome, Route, ACCEPTED};
 use crate::provider::json::describe_json_error;
 use crate::provider::{content_type_is, correlation_header, optional_id, required_id};
 use crate::verify::ct_eq;
+use callstream_domain::ids;
 
 /// The request body (documented in the README).
 #[derive(Debug, Deserialize)]
@@ -105,7 +106,7 @@ pub fn parse(
         }),
     };
     Ok(LaunchRequestDraft {
-        command_id: derive_id(&[tenant_id, "launch-request", &request_id]),
+        command_id: ids::gateway::launch_request(tenant_id, &request_id),
         tenant_id: tenant_id.to_string(),
         request_id,
         contact_id,

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Result};
-use callstream_completion_detector::ids::missing_exception_id;
+use callstream_domain::ids::completion_case::missing_exception as missing_exception_id;
 use callstream_schemas::ExceptionType;
 use chrono::{SubsecRound, Utc};
 use e2e::action::{applied, jobs_of, run, shows, Action, Shows, SOON};

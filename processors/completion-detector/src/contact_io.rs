@@ -110,8 +110,12 @@ impl Detector {
                     ),
                 );
                 ctx.emit_all([
-                    emit::record(&self.names.missing, contact_id, &missing),
-                    emit::record(&self.names.exceptions, contact_id, &exception),
+                    callstream_kit::emit::output_or_log(&self.names.missing, contact_id, &missing),
+                    callstream_kit::emit::output_or_log(
+                        &self.names.exceptions,
+                        contact_id,
+                        &exception,
+                    ),
                 ]);
             }
             JoinEvent::Late { launch, completion } => {
@@ -126,8 +130,16 @@ impl Detector {
                     "the completion arrived late".to_string(),
                 );
                 ctx.emit_all([
-                    emit::record(&self.names.resolved, contact_id, &resolved),
-                    emit::record(&self.names.exceptions, contact_id, &exception),
+                    callstream_kit::emit::output_or_log(
+                        &self.names.resolved,
+                        contact_id,
+                        &resolved,
+                    ),
+                    callstream_kit::emit::output_or_log(
+                        &self.names.exceptions,
+                        contact_id,
+                        &exception,
+                    ),
                 ]);
             }
             JoinEvent::Accepted { launch } => self.count_launch(ctx, launch, now_ms),

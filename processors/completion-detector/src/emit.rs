@@ -1,44 +1,20 @@
 //! The records the detector writes: `completion-missing`, `completion-resolved`
 //! (late), the exception case they open and close, and delivery alerts.
-//! Every id is derived (see `ids`), so a replay writes the same records.
+//! Every id is derived (`callstream_domain::ids::completion_case`), so a
+//! replay writes the same records.
 
-use callstream_runtime::{header, Output};
+use callstream_domain::ids::completion_case as ids;
+use callstream_kit::emit::timestamp;
 use callstream_schemas::{
-    Actor, Alert, AlertKind, AlertStatus, CompletionMissing, CompletionResolved, Event,
-    ExceptionEvent, ExceptionStatus, ExceptionType, Resolution, Timestamp,
+    Actor, Alert, AlertKind, AlertStatus, CompletionMissing, CompletionResolved, ExceptionEvent,
+    ExceptionStatus, ExceptionType, Resolution,
 };
 use uuid::Uuid;
 
-use crate::ids;
 use crate::state::{Completion, Launch};
 
 /// Who the detector's records name as their actor.
 pub const ACTOR: &str = "completion-detector";
-
-/// Milliseconds as an event time; out-of-range values clamp to the epoch.
-pub fn timestamp(ms: i64) -> Timestamp {
-    chrono::DateTime::from_timestamp_millis(ms).unwrap_or_default()
-}
-
-/// An Avro record with its event headers, keyed by `key`. An event that does
-/// not fit its schema is a bug in this crate; it is logged and skipped
-/// rather than taking the partition down.
-pub fn record<E: Event>(topic: &str, key: &str, event: &E) -> Option<Output> {
-    match event.encode() {
-        Ok(bytes) => {
-            let mut output = Output::new(topic, key.as_bytes().to_vec(), bytes)
-                .header(header::EVENT_ID, event.envelope().event_id.to_string());
-            for (name, value) in event.kafka_headers() {
-                output = output.header(name, value);
-            }
-            Some(output)
-        }
-        Err(error) => {
-            tracing::error!(event_type = E::name(), %error, "event does not encode; skipped");
-            None
-        }
-    }
-}
 
 fn correlation(launch: &Launch) -> Option<Uuid> {
     launch.correlation_id.or(Some(launch.event_id))
@@ -47,7 +23,7 @@ fn correlation(launch: &Launch) -> Option<Uuid> {
 /// `completion-missing` for a launch whose window closed.
 pub fn missing(launch: &Launch, contact_id: &str, now_ms: i64) -> CompletionMissing {
     CompletionMissing {
-        event_id: ids::missing_event_id(&launch.launch_id),
+        event_id: ids::missing_event(&launch.launch_id),
         tenant_id: launch.tenant_id.clone(),
         occurred_at: timestamp(now_ms),
         causation_id: Some(launch.event_id),
@@ -77,12 +53,12 @@ pub fn missing_exception(
     now_ms: i64,
     detail: String,
 ) -> ExceptionEvent {
-    let exception_id = ids::missing_exception_id(&launch.launch_id);
+    let exception_id = ids::missing_exception(&launch.launch_id);
     ExceptionEvent {
-        event_id: ids::exception_event_id(&exception_id, status.as_str()),
+        event_id: ids::exception_event(&exception_id, status.as_str()),
         tenant_id: launch.tenant_id.clone(),
         occurred_at: timestamp(now_ms),
-        causation_id: Some(ids::missing_event_id(&launch.launch_id)),
+        causation_id: Some(ids::missing_event(&launch.launch_id)),
         correlation_id: correlation(launch),
         exception_id,
         status,
@@ -109,7 +85,7 @@ pub fn late(
     now_ms: i64,
 ) -> CompletionResolved {
     CompletionResolved {
-        event_id: ids::resolved_event_id(&launch.launch_id),
+        event_id: ids::resolved_event(&launch.launch_id),
         tenant_id: launch.tenant_id.clone(),
         occurred_at: timestamp(now_ms),
         causation_id: Some(completion.event_id),
@@ -117,7 +93,7 @@ pub fn late(
         launch_id: launch.launch_id,
         contact_id: contact_id.to_string(),
         provider_call_id: Some(launch.provider_call_id.clone()),
-        missing_event_id: ids::missing_event_id(&launch.launch_id),
+        missing_event_id: ids::missing_event(&launch.launch_id),
         resolution: Resolution::LateCompletion,
         completion_event_id: Some(completion.event_id),
         outcome: Some(completion.outcome),
@@ -144,7 +120,7 @@ pub struct AlertFacts<'a> {
 pub fn alert(f: AlertFacts<'_>) -> Alert {
     let count = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
     Alert {
-        event_id: ids::alert_event_id(&f.alert_id, f.status.as_str()),
+        event_id: ids::alert_event(&f.alert_id, f.status.as_str()),
         tenant_id: f.tenant.to_string(),
         occurred_at: timestamp(f.now_ms),
         causation_id: None,

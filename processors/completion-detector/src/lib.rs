@@ -20,7 +20,6 @@ pub mod completion;
 pub mod config;
 mod contact_io;
 pub mod emit;
-pub mod ids;
 mod inputs;
 pub mod join;
 pub mod monitor;

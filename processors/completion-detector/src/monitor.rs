@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::codec::{CodecError, Reader, Writer};
-use crate::ids;
+use callstream_domain::ids::completion_case as ids;
 
 /// The counts of one tenant's bucket on one partition (stage 1 state).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -163,7 +163,7 @@ pub fn evaluate(
     let rate = aggregate.delivered as f64 / aggregate.launches as f64;
     match alert.open {
         None if rate < s.threshold && bucket_start_ms >= alert.quiet_until_ms => {
-            let alert_id = ids::alert_id(tenant, bucket_start_ms);
+            let alert_id = ids::alert(tenant, bucket_start_ms);
             alert.open = Some((alert_id, bucket_start_ms));
             Some(AlertChange::Raised { alert_id, rate })
         }

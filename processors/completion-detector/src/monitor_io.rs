@@ -187,7 +187,9 @@ impl Detector {
                 threshold: self.monitor.threshold,
                 now_ms: self.clocks(ctx).now_ms,
             });
-            if let Some(output) = emit::record(&self.names.alerts, &tenant, &event) {
+            if let Some(output) =
+                callstream_kit::emit::output_or_log(&self.names.alerts, &tenant, &event)
+            {
                 ctx.emit(output);
             }
         }

@@ -9,8 +9,8 @@ use callstream_schemas::{
 };
 use uuid::Uuid;
 
-use crate::emit::timestamp;
 use crate::window::control_key;
+use callstream_kit::emit::timestamp;
 
 /// An accepted Twilio launch of `contact` with call `call_sid`, at `at_ms`.
 pub fn accepted_launch(

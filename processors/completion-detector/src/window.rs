@@ -10,7 +10,7 @@
 
 use std::collections::HashMap;
 
-use callstream_control::{ControlTable, Origin};
+use callstream_kit::control::{ControlTable, Origin};
 use callstream_runtime::Context;
 
 /// W and grace for one launch, in ms.
@@ -22,7 +22,7 @@ pub struct Window {
 
 /// The `control` key of a tenant's (or campaign's) completion window.
 pub fn control_key(tenant: &str, campaign: Option<&str>) -> String {
-    callstream_control::keys::record_key(
+    callstream_kit::control::keys::record_key(
         tenant,
         callstream_schemas::ControlSetting::CompletionWindow,
         campaign,

@@ -6,8 +6,8 @@
 
 mod common;
 
-use callstream_completion_detector::ids;
 use callstream_completion_detector::CONTACTS_STORE;
+use callstream_domain::ids::completion_case as ids;
 use callstream_platform::topics;
 use callstream_runtime::{Clock as _, Input};
 use callstream_schemas::{
@@ -117,7 +117,7 @@ fn a_late_completion_resolves_the_case_and_closes_its_exception() {
     assert_eq!(exceptions[0].exception_id, exceptions[1].exception_id);
     assert_eq!(
         exceptions[0].exception_id,
-        ids::missing_exception_id(&launch_id(1))
+        ids::missing_exception(&launch_id(1))
     );
     // Nothing is left to wait for.
     d.advance_wall_clock_ms(48 * 3_600_000);

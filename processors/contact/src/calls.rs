@@ -17,9 +17,9 @@ use callstream_schemas::{CallEvent, JobState};
 use chrono_tz::Tz;
 
 use crate::decisions::{apply, CallFacts};
-use crate::ids;
 use crate::jobs::Step;
 use crate::telemetry::Ids;
+use callstream_domain::ids::contact as ids;
 
 /// The outcome of a call event, by the one shared rule (the raw status
 /// through the shared normaliser, else the producer's stated outcome); an

@@ -9,7 +9,7 @@
 //! processor and are left alone here. Every other `ignore` is judged here,
 //! so each ignore is audited exactly once (see `ignore`).
 
-use callstream_completion_detector::ids::ignore_targets_case;
+use callstream_domain::ids::completion_case::ignore_targets_case;
 use callstream_domain::workflow::WorkflowState;
 use callstream_runtime::ProcessError;
 use callstream_schemas::{

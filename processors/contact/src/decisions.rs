@@ -147,7 +147,8 @@ fn open_exception(
             "provider_failures_exhausted",
         ),
     };
-    let exception_id = crate::ids::derived(step.out.cause.event_id, &["exception", label]);
+    let exception_id =
+        callstream_domain::ids::contact::derived(step.out.cause.event_id, &["exception", label]);
     let mut detail = reason.detail.clone();
     if let Some(words) = call
         .event
@@ -182,8 +183,9 @@ fn hold(
     reason: &Reason,
     call: &CallFacts<'_>,
 ) -> Result<(), ProcessError> {
-    let exception_id =
-        exception_id.unwrap_or_else(|| crate::ids::derived(step.out.cause.event_id, &["hold"]));
+    let exception_id = exception_id.unwrap_or_else(|| {
+        callstream_domain::ids::contact::derived(step.out.cause.event_id, &["hold"])
+    });
     let reason_code = code(reason.code);
     let new = Hold {
         exception_id,

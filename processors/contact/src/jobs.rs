@@ -6,8 +6,8 @@
 //! scheduler must know about is sent to it in the same transaction: a plan
 //! names the job it replaces and the old job names its replacement.
 
-use callstream_control::settings::window_to_wire;
 use callstream_domain::timezone::ResolvedZone;
+use callstream_kit::control::settings::window_to_wire;
 use callstream_runtime::ProcessError;
 use callstream_schemas::{JobOrigin, JobState};
 use chrono::{DateTime, Utc};
@@ -52,7 +52,7 @@ impl Step<'_, '_> {
     pub fn job_id(&self, label: &[&str]) -> Uuid {
         let mut what = vec!["job"];
         what.extend_from_slice(label);
-        crate::ids::derived(self.out.cause.event_id, &what)
+        callstream_domain::ids::contact::derived(self.out.cause.event_id, &what)
     }
 
     /// The lead's zone, resolved now (the tenant default may have changed).

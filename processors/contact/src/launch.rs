@@ -15,9 +15,9 @@ use tracing::{debug, warn};
 use uuid::Uuid;
 
 use crate::guards::{self, GuardInput, Verdict};
-use crate::ids;
 use crate::jobs::{NewJob, Step};
 use crate::telemetry::DecisionKind;
+use callstream_domain::ids::contact as ids;
 
 /// Handles `launch_due`; `Ok(false)` for a duplicate.
 pub fn launch_due(step: &mut Step<'_, '_>, cmd: &ContactCommand) -> Result<bool, ProcessError> {
@@ -163,7 +163,7 @@ fn launch(
         return step.cancel(job_id, &reason, Some(rejected.to_string()), true);
     }
     let tenant = step.contact.tenant_id.clone();
-    let launch_id = ids::launch_id(&tenant, job_id);
+    let launch_id = ids::launch(&tenant, job_id);
     let (at, cause, step_no) = (step.out.at, step.out.cause, step.contact.workflow.step());
     let phone = step.contact.phone.clone().unwrap_or_default();
     let Some(job) = step.contact.job_mut(job_id) else {

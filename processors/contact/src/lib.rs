@@ -21,7 +21,6 @@ mod commands;
 pub mod config;
 mod decisions;
 pub mod guards;
-pub mod ids;
 mod jobs;
 mod launch;
 mod out;
@@ -48,7 +47,7 @@ pub fn processor(config: ContactConfig) -> impl Processor {
 /// The contact processor counting into `metrics` (register them with
 /// [`ContactMetrics::register`] on the registry that `/metrics` serves).
 pub fn processor_with_metrics(config: ContactConfig, metrics: ContactMetrics) -> impl Processor {
-    let control = callstream_control::ControlTable::new(config.topics.control.clone());
+    let control = callstream_kit::control::ControlTable::new(config.topics.control.clone());
     ContactProcessor::new(config, control, metrics)
 }
 

@@ -3,7 +3,7 @@
 //! encodes them and keys them for their topic.
 //!
 //! Guarantees: an event's id is UUIDv5 over the id of the event that caused
-//! it and what it is (`ids::derived`), so handling the same input again
+//! it and what it is (`callstream_domain::ids::contact::derived`), so handling the same input again
 //! yields byte-identical records; every record carries `event-type`,
 //! `schema-fingerprint`, `event-id`, `causation-id` and `correlation-id`
 //! headers, matching the envelope fields.
@@ -19,8 +19,8 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use crate::config::ContactTopics;
-use crate::ids;
 use crate::state::{Cause, Job};
+use callstream_domain::ids::contact as ids;
 
 /// The envelope fields of an event being built.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

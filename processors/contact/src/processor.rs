@@ -207,7 +207,7 @@ impl<C: ControlSource> Processor for ContactProcessor<C> {
         };
         // A re-check's own cause: the timer firing for this contact at this
         // time (each re-planned job uses the event that held it instead).
-        let cause_id = crate::ids::derived(
+        let cause_id = callstream_domain::ids::contact::derived(
             Uuid::nil(),
             &[
                 "pause-recheck",

@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use callstream_control::{CampaignConfig, ControlTable, ControlView};
+use callstream_kit::control::{CampaignConfig, ControlTable, ControlView};
 use callstream_runtime::Context;
 use chrono_tz::Tz;
 

@@ -162,7 +162,7 @@ async fn launch_requests_go_round_contact_and_scheduler_to_launch_commands() -> 
         );
         assert_eq!(
             l.launch_id,
-            callstream_contact::ids::launch_id(TENANT, l.job_id)
+            callstream_domain::ids::contact::launch(TENANT, l.job_id)
         );
     }
 

@@ -19,7 +19,7 @@ fn a_job_that_passes_becomes_one_launch_with_a_stable_operation_id() {
     let l = &launches[0];
     assert_eq!(
         l.launch_id,
-        callstream_contact::ids::launch_id(TENANT, plan.job_id)
+        callstream_domain::ids::contact::launch(TENANT, plan.job_id)
     );
     assert_eq!(l.job_id, plan.job_id);
     assert_eq!(l.to_number, PHONE);

@@ -5,7 +5,7 @@
 
 mod common;
 
-use callstream_completion_detector::ids as case_ids;
+use callstream_domain::ids::completion_case as case_ids;
 use callstream_schemas::*;
 use common::*;
 use uuid::Uuid;
@@ -106,11 +106,8 @@ fn a_missing_completion_case_is_left_to_recovery_and_a_bare_ignore_is_rejected()
     let launch = Uuid::from_u128(0x1a);
     let before = (h.exceptions().len(), h.audits().len());
     for (name, exception) in [
-        ("missing", Some(case_ids::missing_exception_id(&launch))),
-        (
-            "failed",
-            Some(case_ids::recovery_failed_exception_id(&launch)),
-        ),
+        ("missing", Some(case_ids::missing_exception(&launch))),
+        ("failed", Some(case_ids::recovery_failed_exception(&launch))),
         ("launch-only", None),
     ] {
         h.command(

@@ -248,7 +248,7 @@ async fn launch_requests_and_call_events_flow_out_exactly_once_across_restarts()
     for l in &launches {
         assert_eq!(
             l.launch_id,
-            callstream_contact::ids::launch_id(TENANT, l.job_id)
+            callstream_domain::ids::contact::launch(TENANT, l.job_id)
         );
     }
     let mut ops: Vec<_> = crm.iter().map(|c| c.operation_id).collect();

@@ -11,7 +11,7 @@
 //! choice (writes off, shadow on): holding a write back can be undone, a
 //! write cannot. Values are decoded once per distinct raw value.
 
-use callstream_control::ControlTable;
+use callstream_kit::control::ControlTable;
 use callstream_runtime::Context;
 
 /// The two switches a CRM command obeys.

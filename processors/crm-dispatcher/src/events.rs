@@ -20,10 +20,6 @@ use callstream_schemas::{
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-/// Namespace of the dispatcher's event ids:
-/// UUIDv5(URL, "https://callstream.dev/ns/crm-dispatcher").
-pub const EVENT_ID_NAMESPACE: Uuid = Uuid::from_u128(0x8b86_f0a1_94d0_556b_8d1e_7d50_0898_0979);
-
 /// Physical names of the topics written.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OutputTopics {
@@ -32,17 +28,8 @@ pub struct OutputTopics {
     pub audit: String,
 }
 
-fn event_id(op: &Uuid, what: &str, ordinal: u32) -> Uuid {
-    Uuid::new_v5(
-        &EVENT_ID_NAMESPACE,
-        format!("{op}/{what}/{ordinal}").as_bytes(),
-    )
-}
-
-/// The id of the `ordinal`-th exception opened for operation `op`.
-pub fn exception_id(op: &Uuid, ordinal: u32) -> Uuid {
-    event_id(op, "exception", ordinal)
-}
+use callstream_domain::ids::crm_dispatcher::event as event_id;
+pub use callstream_domain::ids::crm_dispatcher::exception as exception_id;
 
 fn at(ms: i64) -> DateTime<Utc> {
     DateTime::from_timestamp_millis(ms).unwrap_or_default()

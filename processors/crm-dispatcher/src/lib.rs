@@ -60,7 +60,7 @@ use std::sync::Arc;
 use callstream_platform::topics::{self, Topics};
 use callstream_runtime::{EffectRunner, Processor, ProcessorSpec};
 
-pub use callstream_control::ControlTable;
+pub use callstream_kit::control::ControlTable;
 pub use client::ClientError;
 pub use config::{ConfigError, CrmDispatcherConfig, DispatchPolicy, RateLimit};
 pub use control::Switches;

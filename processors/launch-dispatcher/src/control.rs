@@ -3,7 +3,7 @@
 //! setting, off when unset. A value that cannot be read counts as on (the
 //! view logs it once): not calling people is the safe side.
 
-use callstream_control::ControlTable;
+use callstream_kit::control::ControlTable;
 use callstream_runtime::Context;
 
 /// Whether launches of `tenant` are intercepted.

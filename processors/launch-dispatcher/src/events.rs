@@ -7,18 +7,15 @@
 //! and downstream deduplication holds. A launch emits each status at most
 //! once (the state machine sees to it), so `(launch, status)` is unique.
 
+use callstream_domain::ids::launch_dispatcher::event as event_id;
 use callstream_runtime::{header, Output};
 use callstream_schemas::{
     Actor, AuditEvent, AuditResult, CallLaunch, EncodeError, Event, ExceptionEvent,
     ExceptionStatus, ExceptionType, LaunchStatus,
 };
 use chrono::{DateTime, Utc};
-use uuid::Uuid;
 
 use crate::ledger::{Entry, Failure, FailureKind, Outcome};
-
-/// Namespace of the dispatcher's event ids.
-pub const EVENT_ID_NAMESPACE: Uuid = Uuid::from_u128(0x4f3b_1d2a_7c6e_4b59_a0e8_13d5_c2f9_6a71);
 
 /// The service name in `actor` fields.
 pub const ACTOR: &str = "launch-dispatcher";
@@ -29,10 +26,6 @@ pub struct OutputTopics {
     pub call_launches: String,
     pub exceptions: String,
     pub audit: String,
-}
-
-fn event_id(launch: &Uuid, what: &str) -> Uuid {
-    Uuid::new_v5(&EVENT_ID_NAMESPACE, format!("{launch}/{what}").as_bytes())
 }
 
 fn at(ms: i64) -> DateTime<Utc> {

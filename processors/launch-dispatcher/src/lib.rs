@@ -91,7 +91,7 @@ fn processor_named(config: &DispatcherConfig, provider: &'static str) -> LaunchD
             exceptions: topics.name(EXCEPTIONS),
             audit: topics.name(AUDIT),
         },
-        control: callstream_control::ControlTable::new(topics.name(CONTROL)),
+        control: callstream_kit::control::ControlTable::new(topics.name(CONTROL)),
         provider,
         has_default_from: config.twilio.default_from.is_some(),
         metrics: config.metrics.clone(),

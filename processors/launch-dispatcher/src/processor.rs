@@ -14,7 +14,7 @@ use callstream_runtime::{
 use callstream_schemas::{Event, LaunchCommand};
 use tracing::{debug, error, info, warn};
 
-use callstream_control::ControlTable;
+use callstream_kit::control::ControlTable;
 
 use crate::config::DispatchPolicy;
 use crate::control::shadow_mode;

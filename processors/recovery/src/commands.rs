@@ -8,8 +8,8 @@
 //! command kinds, and ignores of other exceptions, belong to the contact
 //! processor and are skipped.
 
-use callstream_completion_detector::emit::timestamp;
-use callstream_completion_detector::ids as case_ids;
+use callstream_domain::ids::completion_case as case_ids;
+use callstream_kit::emit::timestamp;
 use callstream_runtime::{Context, ProcessError, Record};
 use callstream_schemas::{
     AuditEvent, AuditResult, CallOutcome, ContactCommand, ContactCommandKind, ExceptionStatus,
@@ -28,8 +28,8 @@ fn target(state: &ContactCases, cmd: &ContactCommand) -> Option<usize> {
     }
     if let Some(exception) = cmd.exception_id {
         return state.cases.iter().position(|c| {
-            case_ids::missing_exception_id(&c.launch_id) == exception
-                || case_ids::recovery_failed_exception_id(&c.launch_id) == exception
+            case_ids::missing_exception(&c.launch_id) == exception
+                || case_ids::recovery_failed_exception(&c.launch_id) == exception
         });
     }
     (!state.cases.is_empty()).then_some(0)

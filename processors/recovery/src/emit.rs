@@ -4,8 +4,8 @@
 //! ignore, naming its actor. Ids are derived (see `ids` and the detector's
 //! `ids`), so a repeated decision writes identical records.
 
-use callstream_completion_detector::emit::timestamp;
-use callstream_completion_detector::ids as case_ids;
+use callstream_domain::ids::completion_case as case_ids;
+use callstream_kit::emit::timestamp;
 use callstream_schemas::{
     Actor, AuditEvent, AuditResult, CallEvent, CallEventSource, CallOutcome, CompletionResolved,
     ExceptionEvent, ExceptionStatus, ExceptionType, Resolution,
@@ -104,7 +104,7 @@ pub fn resolved(
     now_ms: i64,
 ) -> CompletionResolved {
     CompletionResolved {
-        event_id: case_ids::resolved_event_id(&case.launch_id),
+        event_id: case_ids::resolved_event(&case.launch_id),
         tenant_id: case.tenant_id.clone(),
         occurred_at: timestamp(now_ms),
         causation_id: completion
@@ -143,18 +143,18 @@ pub fn exception(
 ) -> ExceptionEvent {
     let (exception_id, exception_type, reason) = match which {
         Which::Missing => (
-            case_ids::missing_exception_id(&case.launch_id),
+            case_ids::missing_exception(&case.launch_id),
             ExceptionType::CompletionMissing,
             "completion_missing",
         ),
         Which::RecoveryFailed => (
-            case_ids::recovery_failed_exception_id(&case.launch_id),
+            case_ids::recovery_failed_exception(&case.launch_id),
             ExceptionType::RecoveryFailed,
             "recovery_failed",
         ),
     };
     ExceptionEvent {
-        event_id: case_ids::exception_event_id(&exception_id, status.as_str()),
+        event_id: case_ids::exception_event(&exception_id, status.as_str()),
         tenant_id: case.tenant_id.clone(),
         occurred_at: timestamp(now_ms),
         causation_id: Some(case.missing_event_id),

@@ -1,13 +1,14 @@
-//! Deterministic ids of what recovery writes.
+//! What recovery writes is named by the rules of `callstream_domain::ids`.
 //!
-//! The replayed call event takes the gateway's own rule (its `derive_id`,
-//! over tenant, provider, `CallSid`, `CallStatus` and `SequenceNumber`), so
-//! a replay of a callback that did arrive carries the same event id and
-//! downstream dedupe drops it. Everything else is derived from the launch,
-//! so a repeated decision (after a crash, or a repeated command) writes a
-//! record with the id it had the first time.
+//! The replayed call event takes the gateway's own rule
+//! ([`ids::gateway::twilio_call_event`]), so a replay of a callback that did
+//! arrive carries the same event id and downstream dedupe drops it.
+//! Everything else is derived from the launch, so a repeated decision (after
+//! a crash, or a repeated command) writes a record with the id it had the
+//! first time. Here the ids are paired with the `provider_event_id` strings
+//! that go with them.
 
-use callstream_gateway::event::derive_id;
+use callstream_domain::ids;
 use uuid::Uuid;
 
 /// The event id and `provider_event_id` of a call event recovered from the
@@ -22,13 +23,11 @@ pub fn recovered_event(
     match provider {
         // Exactly the gateway's Twilio rule (see its `provider::twilio`).
         "twilio" => (
-            derive_id(&[tenant, "twilio", call_sid, status, sequence]),
+            ids::gateway::twilio_call_event(tenant, call_sid, status, sequence),
             format!("{call_sid}:{status}:{sequence}"),
         ),
-        // Other providers identify deliveries by a webhook id a call record
-        // does not carry; this id at least never changes for one status.
         other => (
-            derive_id(&["recovery", tenant, other, call_sid, status]),
+            ids::recovery::call_event(tenant, other, call_sid, status),
             format!("recovery:{call_sid}:{status}"),
         ),
     }
@@ -37,25 +36,13 @@ pub fn recovered_event(
 /// The call event that advances a contact without a call record (not found,
 /// or an operator's advance), one per launch and outcome.
 pub fn advance_event(tenant: &str, launch_id: &Uuid, outcome: &str) -> (Uuid, String) {
-    let launch = launch_id.to_string();
     (
-        derive_id(&["recovery-advance", tenant, &launch, outcome]),
-        format!("recovery:{launch}:{outcome}"),
+        ids::recovery::advance(tenant, launch_id, outcome),
+        format!("recovery:{launch_id}:{outcome}"),
     )
 }
 
-/// An audit event: one per launch, action and command (the system's own
-/// actions have no command).
-pub fn audit_event(launch_id: &Uuid, action: &str, command_id: Option<&Uuid>) -> Uuid {
-    let launch = launch_id.to_string();
-    let command = command_id.map(Uuid::to_string).unwrap_or_default();
-    derive_id(&["recovery-audit", &launch, action, &command])
-}
-
-/// An audit of a command that found nothing to act on.
-pub fn rejected_command_audit(command_id: &Uuid) -> Uuid {
-    derive_id(&["recovery-audit-rejected", &command_id.to_string()])
-}
+pub use ids::recovery::{audit as audit_event, rejected_command_audit};
 
 #[cfg(test)]
 mod tests {

@@ -130,7 +130,7 @@ impl Recovery {
     }
 
     pub(crate) fn emit<E: Event>(&self, ctx: &mut Context<'_>, topic: &str, key: &str, event: &E) {
-        if let Some(output) = callstream_completion_detector::emit::record(topic, key, event) {
+        if let Some(output) = callstream_kit::emit::output_or_log(topic, key, event) {
             ctx.emit(output);
         }
     }

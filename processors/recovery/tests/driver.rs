@@ -6,7 +6,7 @@
 
 mod common;
 
-use callstream_completion_detector::ids as case_ids;
+use callstream_domain::ids::completion_case as case_ids;
 use callstream_platform::topics;
 use callstream_recovery::protocol::{FetchRequest, FetchResult};
 use callstream_runtime::Input;
@@ -35,7 +35,8 @@ fn a_final_call_record_is_replayed_with_the_gateways_event_id() {
     assert_eq!(e.outcome, CallOutcome::Answered);
     assert_eq!(e.provider_status, "completed");
     assert_eq!(e.launch_id, Some(launch(1)));
-    let rule = callstream_gateway::event::derive_id(&[TENANT, "twilio", &sid(1), "completed", "3"]);
+    let rule =
+        callstream_domain::ids::gateway::twilio_call_event(TENANT, &sid(1), "completed", "3");
     assert_eq!(e.event_id, rule);
     assert_eq!(e.provider_event_id, format!("{}:completed:3", sid(1)));
 
@@ -46,7 +47,7 @@ fn a_final_call_record_is_replayed_with_the_gateways_event_id() {
     assert_eq!(exceptions.len(), 1);
     assert_eq!(
         exceptions[0].exception_id,
-        case_ids::missing_exception_id(&launch(1))
+        case_ids::missing_exception(&launch(1))
     );
     assert_eq!(exceptions[0].status, ExceptionStatus::Resolved);
     assert_eq!(
@@ -158,7 +159,7 @@ fn a_late_completion_stops_recovery() {
     missing(&mut d, 1);
     answer(&mut d, found("in-progress", None, None));
     let late = CompletionResolved {
-        event_id: case_ids::resolved_event_id(&launch(1)),
+        event_id: case_ids::resolved_event(&launch(1)),
         tenant_id: TENANT.into(),
         occurred_at: chrono::DateTime::from_timestamp_millis(T0).unwrap(),
         causation_id: None,
@@ -166,7 +167,7 @@ fn a_late_completion_stops_recovery() {
         launch_id: launch(1),
         contact_id: CONTACT.into(),
         provider_call_id: Some(sid(1)),
-        missing_event_id: case_ids::missing_event_id(&launch(1)),
+        missing_event_id: case_ids::missing_event(&launch(1)),
         resolution: Resolution::LateCompletion,
         completion_event_id: Some(Uuid::from_u128(77)),
         outcome: Some(CallOutcome::Answered),

@@ -7,7 +7,7 @@
 
 mod common;
 
-use callstream_completion_detector::ids as case_ids;
+use callstream_domain::ids::completion_case as case_ids;
 use callstream_platform::topics;
 use callstream_recovery::Recovery;
 use callstream_runtime::{Input, TestDriver};
@@ -69,8 +69,8 @@ fn another_exception_naming_a_cases_launch_is_left_to_the_contact_processor() {
         before
     );
     // The case is still open: its own exception's ignore is applied, once.
-    let own = ignore(&mut d, 601, 1, case_ids::missing_exception_id(&launch(1)));
-    ignore(&mut d, 601, 1, case_ids::missing_exception_id(&launch(1)));
+    let own = ignore(&mut d, 601, 1, case_ids::missing_exception(&launch(1)));
+    ignore(&mut d, 601, 1, case_ids::missing_exception(&launch(1)));
     assert_eq!(
         audits_of(&d, own),
         [("recovery.ignored".to_string(), AuditResult::Applied)]
@@ -86,7 +86,7 @@ fn an_ignore_of_a_closed_cases_exception_is_rejected_once() {
     let mut d = driver();
     missing(&mut d, 2);
     command(&mut d, 700, ContactCommandKind::AdvanceNoAnswer, Some(2));
-    let late = ignore(&mut d, 701, 2, case_ids::missing_exception_id(&launch(2)));
+    let late = ignore(&mut d, 701, 2, case_ids::missing_exception(&launch(2)));
     assert_eq!(
         audits_of(&d, late),
         [("recovery.ignored".to_string(), AuditResult::Rejected)]

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use callstream_completion_detector::ids as case_ids;
+use callstream_domain::ids::completion_case as case_ids;
 use callstream_e2e::runtime::{reader, Running};
 use callstream_e2e::{produce, producer, unique_name};
 use callstream_platform::{topics, KafkaSettings, Topics};
@@ -170,7 +170,7 @@ async fn the_rate_limit_delays_a_tenants_burst_and_drops_nothing() {
 fn missing_event(call: &Placed) -> CompletionMissing {
     let now = chrono::Utc::now();
     CompletionMissing {
-        event_id: case_ids::missing_event_id(&call.launch),
+        event_id: case_ids::missing_event(&call.launch),
         tenant_id: TENANT.into(),
         occurred_at: now,
         causation_id: None,

@@ -12,8 +12,8 @@ use callstream_schemas::{
 use chrono::DateTime;
 use uuid::Uuid;
 
-use crate::ids;
 use crate::jobs::Job;
+use callstream_domain::ids::scheduler as ids;
 
 /// The actor id the scheduler acts as.
 pub const ACTOR: &str = "scheduler";

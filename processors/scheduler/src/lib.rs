@@ -18,7 +18,6 @@
 pub mod config;
 pub mod events;
 pub mod grid_store;
-pub mod ids;
 pub mod jobs;
 pub mod placement;
 pub mod processor;

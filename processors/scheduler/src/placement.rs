@@ -11,11 +11,11 @@
 
 use std::time::Duration;
 
-use callstream_control::settings::window_from_wire;
-use callstream_control::CampaignConfig;
 use callstream_domain::calling_window::{CallingWindow, Placement};
 use callstream_domain::slot_grid::{JobId, Refusal, Slot, SlotGrid};
 use callstream_domain::timezone::parse_zone;
+use callstream_kit::control::settings::window_from_wire;
+use callstream_kit::control::CampaignConfig;
 use callstream_schemas::{ScheduleRequest, ZoneSource};
 use chrono::{DateTime, TimeDelta, Utc};
 use chrono_tz::Tz;

@@ -16,7 +16,7 @@
 //! A request for a job id the scheduler already knows changes nothing and
 //! emits nothing. Ids are UUIDv5 over their cause, so a replay repeats them.
 
-use callstream_control::ControlTable;
+use callstream_kit::control::ControlTable;
 use callstream_runtime::{
     Context, ProcessError, Processor, Record, TimeDomain, Timer, TimerHandle,
 };
@@ -26,9 +26,9 @@ use chrono::{DateTime, TimeDelta, Utc};
 use crate::config::SchedulerConfig;
 use crate::events::{self, Decision};
 use crate::grid_store::GridCache;
-use crate::ids;
 use crate::jobs::{self, Job, JobState};
 use crate::placement::{self, lead_window, place_job, Outcome, Timing};
+use callstream_domain::ids::scheduler as ids;
 
 /// Timer names.
 pub const LAUNCH_TIMER: &str = "launch";

@@ -60,7 +60,7 @@ fn omitted_fields_take_the_defaults() {
     assert!(!t.paused && !t.shadow_mode && t.crm_writes);
     assert_eq!(
         t.campaigns["c"].settings,
-        crate::settings::CampaignConfig::builtin().to_wire()
+        callstream_kit::control::settings::CampaignConfig::builtin().to_wire()
     );
     assert_eq!(file.system_paused, None);
     assert!(!file.scope().contains("*"));

@@ -10,8 +10,8 @@ use chrono::Timelike;
 
 use super::raw::{RawCampaignSettings, RawCompletion, RawFile, RawGrid, RawTenant, RawWindow};
 use super::{CampaignFile, ControlFile, Problem, TenantFile};
-use crate::keys::ALL_TENANTS;
-use crate::settings::{CampaignConfig, CompletionWindow, TenantGrid};
+use callstream_kit::control::keys::ALL_TENANTS;
+use callstream_kit::control::settings::{CampaignConfig, CompletionWindow, TenantGrid};
 
 /// Upper bounds that catch unit mistakes (seconds typed as minutes) early.
 const MAX_SLOT_SECONDS: i64 = 3600;

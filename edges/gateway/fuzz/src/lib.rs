@@ -15,10 +15,11 @@ use std::time::Duration;
 
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use base64::Engine as _;
+use callstream_domain::ids;
 use callstream_gateway::codec::{AvroCodec, EventCodec};
 use callstream_gateway::config::{IntegrationConfig, RateLimit};
 use callstream_gateway::error::ApiError;
-use callstream_gateway::event::{derive_id, CallEventDraft, ProviderKind};
+use callstream_gateway::event::{CallEventDraft, ProviderKind};
 use callstream_gateway::launch;
 use callstream_gateway::provider::json::Json;
 use callstream_gateway::provider::twilio::{Twilio, SIGNATURE_HEADER};
@@ -369,7 +370,7 @@ pub fn launch_request(data: &[u8]) -> Reached {
             }
             assert_eq!(
                 draft.command_id,
-                derive_id(&[TENANT, "launch-request", &draft.request_id]),
+                ids::gateway::launch_request(TENANT, &draft.request_id),
                 "a retried request would get another command id"
             );
             if let Err(e) = AvroCodec.launch_request(draft) {

@@ -18,9 +18,10 @@ use super::{
     Verified,
 };
 use crate::error::ApiError;
-use crate::event::{derive_id, CallAnalysis, CallEventDraft, ProviderKind};
+use crate::event::{CallAnalysis, CallEventDraft, ProviderKind};
 use crate::verify::standard_webhooks::{self, SignedHeaders};
 use crate::verify::Clock;
+use callstream_domain::ids;
 
 /// The Standard Webhooks JSON provider.
 #[derive(Clone)]
@@ -144,11 +145,7 @@ impl Provider for Json {
                 })
             }
         };
-        let event_id = derive_id(&[
-            &integration.tenant_id,
-            ProviderKind::Json.as_str(),
-            &webhook_id,
-        ]);
+        let event_id = ids::gateway::json_call_event(&integration.tenant_id, &webhook_id);
         Ok(CallEventDraft {
             event_id,
             tenant_id: integration.tenant_id.clone(),

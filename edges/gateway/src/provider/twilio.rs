@@ -15,8 +15,9 @@ use super::{
     Verified,
 };
 use crate::error::ApiError;
-use crate::event::{derive_id, CallEventDraft, ProviderKind};
+use crate::event::{CallEventDraft, ProviderKind};
 use crate::verify::twilio;
+use callstream_domain::ids;
 
 /// The Twilio provider; knows the public URL Twilio was given.
 #[derive(Debug, Clone)]
@@ -111,13 +112,12 @@ impl Provider for Twilio {
             .and_then(|t| DateTime::parse_from_rfc2822(t).ok())
             .map_or(request.received_at, |t| t.with_timezone(&Utc));
 
-        let event_id = derive_id(&[
+        let event_id = ids::gateway::twilio_call_event(
             &integration.tenant_id,
-            ProviderKind::Twilio.as_str(),
             &call_id,
             &provider_status,
             sequence_raw,
-        ]);
+        );
         Ok(CallEventDraft {
             event_id,
             tenant_id: integration.tenant_id.clone(),

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use callstream_completion_detector::ids as case_ids;
+use callstream_domain::ids::completion_case as case_ids;
 use callstream_platform::{topics, Topics};
 use callstream_recovery::protocol::{CallRecord, FetchResult};
 use callstream_recovery::{processor, spec, Recovery, RecoveryConfig, TwilioAccess, APP_ID};
@@ -57,7 +57,7 @@ pub fn sid(n: u128) -> String {
 
 pub fn missing(d: &mut TestDriver<Recovery>, n: u128) {
     let event = CompletionMissing {
-        event_id: case_ids::missing_event_id(&launch(n)),
+        event_id: case_ids::missing_event(&launch(n)),
         tenant_id: TENANT.into(),
         occurred_at: chrono::DateTime::from_timestamp_millis(T0).unwrap(),
         causation_id: None,

@@ -24,8 +24,10 @@ use std::sync::Arc;
 use callstream_runtime::Context;
 use callstream_schemas::{ControlChange, ControlSetting, ControlValue, DecodeError, Event};
 
-use crate::keys::{record_key, SettingKey, ALL_TENANTS};
-use crate::settings::{CampaignConfig, CompletionWindow, Origin, SettingError, TenantGrid};
+use crate::control::keys::{record_key, SettingKey, ALL_TENANTS};
+use crate::control::settings::{
+    CampaignConfig, CompletionWindow, Origin, SettingError, TenantGrid,
+};
 
 /// Why a call may not go now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -2,7 +2,7 @@ use super::*;
 use callstream_schemas::{Actor, CampaignSettings, CompletionSettings, GridSettings};
 use uuid::Uuid;
 
-use crate::settings::DEFAULT_ZONE;
+use crate::control::settings::DEFAULT_ZONE;
 
 fn change(
     tenant: &str,

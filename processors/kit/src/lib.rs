@@ -1,0 +1,16 @@
+//! The processors' kit: what every processor shares, and nothing a single
+//! processor owns.
+//!
+//! - [`control`]: the typed, read-only view of the compacted `control` topic
+//!   (pauses, campaign and grid settings, shadow mode, the CRM write switch,
+//!   the completion window), read as a global table through the runtime.
+//!   Writing it is the `control` edge's job (`callstream control apply`).
+//! - [`emit`]: an event as the record a processor emits (Avro value, event
+//!   headers, the event id header).
+//!
+//! A processor crate depends on this crate, the runtime, the schemas and the
+//! domain, never on another processor: what two of them must agree on lives
+//! here or in `callstream_domain` (ids, rules).
+
+pub mod control;
+pub mod emit;
