@@ -23,7 +23,6 @@ use crate::normaliser::Outcome;
 /// a [`Deduplicator`] remembers unless told otherwise.
 pub const DEFAULT_DEDUPE_CAPACITY: usize = 32;
 
-
 /// What [`Deduplicator::observe`] decided.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

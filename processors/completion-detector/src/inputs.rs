@@ -12,7 +12,7 @@ use callstream_schemas::{
 };
 use uuid::Uuid;
 
-use crate::wire::{Layout, Val};
+use crate::avro_fields::{Layout, Val};
 
 /// What the join needs of a `call-launch`.
 #[derive(Debug, Clone, PartialEq, Eq)]

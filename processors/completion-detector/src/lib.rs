@@ -15,10 +15,12 @@
 //! (the windows, deadlines and counts are changelog state and durable
 //! timers); all ids are derived, so a replay writes identical records.
 
+mod avro_fields;
 mod codec;
 pub mod completion;
 pub mod config;
 mod contact_io;
+pub mod control;
 pub mod emit;
 mod inputs;
 pub mod join;
@@ -27,8 +29,6 @@ mod monitor_io;
 mod processor;
 pub mod state;
 pub mod testkit;
-pub mod window;
-mod wire;
 
 use callstream_platform::topics::{self, Topics};
 use callstream_runtime::ProcessorSpec;

@@ -19,11 +19,11 @@ use callstream_runtime::{Context, ProcessError, Processor, Record, TimeDomain, T
 use callstream_schemas::LaunchStatus;
 
 use crate::config::DetectorConfig;
+use crate::control::{Window, Windows};
 use crate::inputs::Inputs;
 use crate::join::{Clocks, JoinSettings};
 use crate::monitor::MonitorSettings;
 use crate::state::{Completion, Launch};
-use crate::window::{Window, Windows};
 use crate::DELIVERY_PARTIALS;
 
 /// Store of the join state, one entry per contact.

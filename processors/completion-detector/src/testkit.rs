@@ -9,7 +9,7 @@ use callstream_schemas::{
 };
 use uuid::Uuid;
 
-use crate::window::control_key;
+use crate::control::control_key;
 use callstream_kit::emit::timestamp;
 
 /// An accepted Twilio launch of `contact` with call `call_sid`, at `at_ms`.

@@ -18,8 +18,8 @@ use callstream_schemas::{
 };
 use tracing::debug;
 
+use crate::emit::{Audit, ExceptionCase};
 use crate::jobs::{NewJob, Step};
-use crate::out::{Audit, ExceptionCase};
 use crate::state::Hold;
 use crate::telemetry::Ids;
 

@@ -16,8 +16,8 @@ use callstream_schemas::{
 };
 use uuid::Uuid;
 
+use crate::emit::{Audit, ExceptionCase};
 use crate::jobs::{NewJob, Step};
-use crate::out::{Audit, ExceptionCase};
 use crate::state::Hold;
 
 /// The call the decisions are about.

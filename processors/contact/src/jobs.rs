@@ -14,8 +14,8 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use crate::config::ContactConfig;
-use crate::out::Outbox;
-use crate::settings::ControlRead;
+use crate::control::ControlRead;
+use crate::emit::Outbox;
 use crate::state::{Contact, Job};
 use crate::telemetry::{ContactMetrics, DecisionKind};
 

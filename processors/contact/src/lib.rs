@@ -19,13 +19,13 @@
 mod calls;
 mod commands;
 pub mod config;
+pub mod control;
 mod decisions;
+mod emit;
 pub mod guards;
 mod jobs;
 mod launch;
-mod out;
 pub mod processor;
-pub mod settings;
 mod snapshot;
 pub mod state;
 pub mod telemetry;
@@ -34,8 +34,8 @@ use callstream_platform::Topics;
 use callstream_runtime::{Processor, ProcessorSpec};
 
 pub use config::{ContactConfig, ContactTopics, APP_ID, CONTACTS_STORE};
+pub use control::{ControlRead, ControlSource};
 pub use processor::{ContactProcessor, PAUSE_RECHECK_TIMER};
-pub use settings::{ControlRead, ControlSource};
 pub use telemetry::ContactMetrics;
 
 /// The contact processor, reading `control` through the runtime's global

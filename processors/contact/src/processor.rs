@@ -16,9 +16,9 @@ use chrono::{DateTime, TimeDelta, Utc};
 use uuid::Uuid;
 
 use crate::config::{ContactConfig, CONTACTS_STORE};
+use crate::control::ControlSource;
+use crate::emit::Outbox;
 use crate::jobs::Step;
-use crate::out::Outbox;
-use crate::settings::ControlSource;
 use crate::state::{Cause, Contact};
 use crate::telemetry::ContactMetrics;
 use crate::{calls, commands, launch, snapshot};

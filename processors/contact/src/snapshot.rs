@@ -6,7 +6,7 @@ use callstream_domain::workflow::WorkflowState as DomainState;
 use callstream_schemas::{CallOutcome, CampaignAttempts, ContactJob, ContactState, WorkflowState};
 use uuid::Uuid;
 
-use crate::out::{zone_source, Envelope};
+use crate::emit::{zone_source, Envelope};
 use crate::state::Contact;
 
 fn i32_of(n: u32) -> i32 {

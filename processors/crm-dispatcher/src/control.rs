@@ -3,7 +3,7 @@
 //! without a restart).
 //!
 //! [`Switches`] is the small seam the state machine reads through; the
-//! production one is `callstream-control`'s [`ControlTable`], whose typed
+//! production one is `callstream_kit::control`'s [`ControlTable`], whose typed
 //! view reads the table's `tenant/crm_writes` and `tenant/shadow_mode` keys.
 //!
 //! Guarantee (the control view's): an unset switch reads as its default

@@ -20,7 +20,7 @@ use callstream_schemas::CrmCommand;
 use crate::backoff::seed_of;
 use crate::config::{ms, CrmDispatcherConfig};
 use crate::control::Switches;
-use crate::events::OutputTopics;
+use crate::emit::OutputTopics;
 use crate::policy::{decide, decide_lost, Decision, FailReason, Next, Sent};
 use crate::request::{fresh_properties, kind_of, search_request, write_request, WriteKind};
 use crate::state::{

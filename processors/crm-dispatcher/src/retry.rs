@@ -24,7 +24,7 @@ use callstream_schemas::{Actor, AuditResult, ContactCommand, ContactCommandKind,
 use uuid::Uuid;
 
 use crate::control::Switches;
-use crate::events::{self, Closing};
+use crate::emit::{self, Closing};
 use crate::machine::{invalid, Step};
 use crate::state::{LedgerEntry, Retryable, Settled, LEDGER, RETRYABLE};
 
@@ -139,7 +139,7 @@ impl<S: Switches> Step<'_, '_, '_, S> {
         traceparent: Option<&str>,
     ) -> Result<(), ProcessError> {
         self.env.config.metrics.operator_retry(result.as_str());
-        let audit = events::retry_audit(
+        let audit = emit::retry_audit(
             &self.env.topics,
             request,
             result,
@@ -184,7 +184,7 @@ impl<S: Switches> Step<'_, '_, '_, S> {
         traceparent: Option<&str>,
     ) -> Result<(), ProcessError> {
         let event =
-            events::exception_resolved(&self.env.topics, command, closing, self.now, traceparent)
+            emit::exception_resolved(&self.env.topics, command, closing, self.now, traceparent)
                 .map_err(|e| invalid("exception", e))?;
         self.ctx.emit(event);
         Ok(())

@@ -15,7 +15,7 @@ use callstream_schemas::{CrmResultStatus, Event};
 use uuid::Uuid;
 
 use crate::control::Switches;
-use crate::events::{self, Report};
+use crate::emit::{self, Report};
 use crate::machine::{invalid, Step};
 use crate::policy::FailReason;
 use crate::request::{kind_of, object_type, write_request, WriteKind};
@@ -123,7 +123,7 @@ impl<S: Switches> Step<'_, '_, '_, S> {
         let traceparent = active.traceparent.clone();
         let prior = self.ledger(&command.operation_id)?;
         let ordinal = prior.as_ref().map_or(0, |p| p.exceptions);
-        let exception = events::exception(
+        let exception = emit::exception(
             &self.env.topics,
             &command,
             reason.code(),
@@ -166,7 +166,7 @@ impl<S: Switches> Step<'_, '_, '_, S> {
         let op = command.operation_id.to_string();
         let prior = self.ledger(&command.operation_id)?;
         let results = prior.as_ref().map_or(0, |p| p.results);
-        let output = events::result(
+        let output = emit::result(
             &self.env.topics,
             command,
             &report,
@@ -185,7 +185,7 @@ impl<S: Switches> Step<'_, '_, '_, S> {
         }
         let exceptions = prior.as_ref().map_or(0, |p| p.exceptions);
         let opened = (settled == Settled::Failed)
-            .then(|| events::exception_id(&command.operation_id, exceptions));
+            .then(|| emit::exception_id(&command.operation_id, exceptions));
         if let Some(earlier) = prior.as_ref().and_then(|p| p.open_exception) {
             self.close_earlier(command, earlier, opened, active.traceparent.as_deref())?;
         }

@@ -38,7 +38,7 @@
 pub mod backoff;
 pub mod config;
 pub mod control;
-pub mod events;
+pub mod emit;
 pub mod handler;
 pub mod ledger;
 pub mod machine;
@@ -86,7 +86,7 @@ fn processor_named(config: &DispatcherConfig, provider: &'static str) -> LaunchD
     let topics = &config.topics;
     LaunchDispatcher {
         policy: config.policy,
-        topics: events::OutputTopics {
+        topics: emit::OutputTopics {
             call_launches: topics.name(CALL_LAUNCHES),
             exceptions: topics.name(EXCEPTIONS),
             audit: topics.name(AUDIT),

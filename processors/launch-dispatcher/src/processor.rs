@@ -18,7 +18,7 @@ use callstream_kit::control::ControlTable;
 
 use crate::config::DispatchPolicy;
 use crate::control::shadow_mode;
-use crate::events::{self, LaunchReport, OutputTopics};
+use crate::emit::{self, LaunchReport, OutputTopics};
 use crate::ledger::{key_of, Entry, Launch, Outcome, LAUNCHES_STORE};
 use crate::machine::{self, Env, Ignored, Notice, Step, Store, TimerChange};
 use crate::telemetry::DispatchMetrics;
@@ -125,11 +125,11 @@ impl LaunchDispatcher {
                 info!(launch = %launch.launch_id, contact = %launch.contact_id,
                     status = %report.status, reason = report.reason.unwrap_or_default(),
                     reconciled = report.reconciled, attempts = entry.attempts, "launch finished");
-                let record = events::call_launch(&self.topics, self.provider, entry, &report, now)
+                let record = emit::call_launch(&self.topics, self.provider, entry, &report, now)
                     .map_err(encode)?;
                 ctx.emit(record);
                 if let Outcome::Failed { failure } = outcome {
-                    ctx.emit(events::exception(&self.topics, entry, failure, now).map_err(encode)?);
+                    ctx.emit(emit::exception(&self.topics, entry, failure, now).map_err(encode)?);
                 }
             }
             Notice::Ambiguous { reason, detail } => {
@@ -143,13 +143,13 @@ impl LaunchDispatcher {
                     reason: Some(reason),
                     detail: detail.as_deref(),
                 };
-                let record = events::call_launch(&self.topics, self.provider, entry, &report, now)
+                let record = emit::call_launch(&self.topics, self.provider, entry, &report, now)
                     .map_err(encode)?;
                 ctx.emit(record);
             }
             Notice::Reconciled { detail } => {
                 info!(launch = %launch.launch_id, %detail, "reconciled");
-                ctx.emit(events::reconciled(&self.topics, entry, detail, now).map_err(encode)?);
+                ctx.emit(emit::reconciled(&self.topics, entry, detail, now).map_err(encode)?);
             }
         }
         Ok(())

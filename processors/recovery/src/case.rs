@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::config::RecoveryConfig;
-use crate::protocol::{CallRecord, FetchResult};
+use crate::wire::{CallRecord, FetchResult};
 
 /// Where a case stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -14,7 +14,7 @@ use uuid::Uuid;
 
 use crate::case::Case;
 use crate::ids;
-use crate::protocol::CallRecord;
+use crate::wire::CallRecord;
 
 /// The actor of recovery's own decisions.
 pub const ACTOR: &str = "recovery";

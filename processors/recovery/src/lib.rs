@@ -23,10 +23,10 @@ mod close;
 mod commands;
 pub mod config;
 mod emit;
-pub mod fetch;
+pub mod handler;
 pub mod ids;
 mod processor;
-pub mod protocol;
+pub mod wire;
 
 use std::sync::Arc;
 
@@ -36,7 +36,7 @@ use callstream_runtime::{EffectRunner, ProcessorSpec};
 pub use case::{retry_delay_ms, Phase};
 pub use config::{ConfigError, RecoveryConfig, TwilioAccess};
 pub use emit::ACTOR;
-pub use fetch::TwilioFetcher;
+pub use handler::TwilioFetcher;
 pub use processor::{Recovery, CASES_STORE};
 
 /// The app id `callstream process recovery` runs under.

@@ -21,7 +21,7 @@ use uuid::Uuid;
 use crate::case::{decide, Case, ContactCases, Phase};
 use crate::config::RecoveryConfig;
 use crate::emit::{self, Which};
-use crate::protocol::{FetchRequest, FetchResult};
+use crate::wire::{FetchRequest, FetchResult};
 
 /// Store of the cases, one entry per contact.
 pub const CASES_STORE: &str = "cases";

@@ -8,7 +8,7 @@ mod common;
 
 use callstream_domain::ids::completion_case as case_ids;
 use callstream_platform::topics;
-use callstream_recovery::protocol::{FetchRequest, FetchResult};
+use callstream_recovery::wire::{FetchRequest, FetchResult};
 use callstream_runtime::Input;
 use callstream_schemas::{
     Actor, ActorKind, AuditResult, CallEvent, CallEventSource, CallOutcome, CompletionResolved,

@@ -7,7 +7,7 @@
 mod common;
 
 use callstream_platform::topics;
-use callstream_recovery::protocol::FetchResult;
+use callstream_recovery::wire::FetchResult;
 use callstream_schemas::{
     Actor, ActorKind, AuditEvent, AuditResult, CallEvent, CallOutcome, CompletionResolved,
     ContactCommandKind, ExceptionEvent, ExceptionStatus, ExceptionType, Resolution,

@@ -16,7 +16,7 @@ use callstream_domain::ids::completion_case as case_ids;
 use callstream_e2e::runtime::{reader, Running};
 use callstream_e2e::{produce, producer, unique_name};
 use callstream_platform::{topics, KafkaSettings, Topics};
-use callstream_recovery::protocol::{FetchRequest, FetchResult};
+use callstream_recovery::wire::{FetchRequest, FetchResult};
 use callstream_recovery::{effect_runner, ids, processor, spec, TwilioFetcher, APP_ID};
 use callstream_schemas::{
     AuditEvent, CallEvent, CallEventSource, CallOutcome, CompletionMissing, Event, MissingTrigger,

@@ -16,7 +16,7 @@
 //! and break the rate cap.
 
 pub mod config;
-pub mod events;
+pub mod emit;
 pub mod grid_store;
 pub mod jobs;
 pub mod placement;

@@ -24,7 +24,7 @@ use callstream_schemas::{Event, ScheduleEventKind, ScheduleRequest, ScheduleRequ
 use chrono::{DateTime, TimeDelta, Utc};
 
 use crate::config::SchedulerConfig;
-use crate::events::{self, Decision};
+use crate::emit::{self, Decision};
 use crate::grid_store::GridCache;
 use crate::jobs::{self, Job, JobState};
 use crate::placement::{self, lead_window, place_job, Outcome, Timing};
@@ -64,7 +64,7 @@ impl Scheduler {
         key: &str,
         event: &E,
     ) -> Result<(), ProcessError> {
-        ctx.emit(events::output(topic, key, event)?);
+        ctx.emit(emit::output(topic, key, event)?);
         Ok(())
     }
 
@@ -155,7 +155,7 @@ impl Scheduler {
                     slot_ms,
                     [],
                 );
-                let event = events::schedule_event(
+                let event = emit::schedule_event(
                     &job,
                     Decision {
                         kind: ScheduleEventKind::Allocated,
@@ -174,7 +174,7 @@ impl Scheduler {
                 job.state = JobState::Refused;
                 jobs::save(ctx, &key, &job)?;
                 self.forget_later(ctx, &key, now_ms);
-                let event = events::schedule_event(
+                let event = emit::schedule_event(
                     &job,
                     Decision {
                         kind: ScheduleEventKind::Refused,
@@ -188,7 +188,7 @@ impl Scheduler {
                 );
                 self.emit(ctx, &self.config.schedule_events, tenant, &event)?;
                 let exception =
-                    events::no_slot_exception(&job, request.event_id, now, reason, &detail);
+                    emit::no_slot_exception(&job, request.event_id, now, reason, &detail);
                 self.emit(ctx, &self.config.exceptions, &job.contact_id, &exception)?;
                 tracing::info!(tenant, job = %job.job_id, reason, "schedule request refused");
             }
@@ -229,7 +229,7 @@ impl Scheduler {
         job.state = JobState::Cancelled;
         jobs::save(ctx, &key, &job)?;
         self.forget_later(ctx, &key, now_ms);
-        let event = events::schedule_event(
+        let event = emit::schedule_event(
             &job,
             Decision {
                 kind: ScheduleEventKind::Cancelled,
@@ -253,7 +253,7 @@ impl Scheduler {
             return Ok(());
         };
         let due = millis(timer.due_ms)?;
-        let command = events::launch_due(&job, slot, due);
+        let command = emit::launch_due(&job, slot, due);
         self.emit(
             ctx,
             &self.config.contact_commands,
@@ -261,7 +261,7 @@ impl Scheduler {
             &command,
         )?;
         let event_id = ids::for_slot("launch_due", &job.tenant_id, job.job_id, slot);
-        let event = events::schedule_event(
+        let event = emit::schedule_event(
             &job,
             Decision {
                 kind: ScheduleEventKind::LaunchDue,

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use callstream_domain::ids::completion_case as case_ids;
 use callstream_platform::{topics, Topics};
-use callstream_recovery::protocol::{CallRecord, FetchResult};
+use callstream_recovery::wire::{CallRecord, FetchResult};
 use callstream_recovery::{processor, spec, Recovery, RecoveryConfig, TwilioAccess, APP_ID};
 use callstream_runtime::{EffectRequest, Input, TestDriver};
 use callstream_schemas::{

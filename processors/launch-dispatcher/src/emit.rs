@@ -174,13 +174,9 @@ fn output<E: Event>(
     event: &E,
     entry: &Entry,
 ) -> Result<Output, EncodeError> {
-    let mut output = Output::new(topic, key.as_bytes().to_vec(), event.encode()?);
-    for (name, value) in event.kafka_headers() {
-        output = output.header(name, value);
-    }
-    output = output.header(header::EVENT_ID, event.envelope().event_id.to_string());
-    if let Some(trace) = &entry.launch.traceparent {
-        output = output.header(header::TRACEPARENT, trace.clone());
-    }
-    Ok(output)
+    let output = callstream_kit::emit::output(topic, key, event)?;
+    Ok(match entry.launch.traceparent.as_deref() {
+        Some(trace) => output.header(header::TRACEPARENT, trace.to_owned()),
+        None => output,
+    })
 }

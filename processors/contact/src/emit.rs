@@ -9,7 +9,7 @@
 //! headers, matching the envelope fields.
 
 use callstream_domain::timezone::{ResolvedZone, ZoneSource as DomainZoneSource};
-use callstream_runtime::{header, Output, ProcessError};
+use callstream_runtime::{Output, ProcessError};
 use callstream_schemas::{
     Actor, AuditEvent, AuditResult, CallingWindow, ContactState, CrmCommand, Event, ExceptionEvent,
     ExceptionStatus, ExceptionType, LaunchCommand, ScheduleRequest, ScheduleRequestKind,
@@ -103,17 +103,9 @@ impl<'a> Outbox<'a> {
     }
 
     fn push<E: Event>(&mut self, topic: String, key: &str, event: &E) -> Result<(), ProcessError> {
-        let value = event.encode().map_err(|e| {
-            // Our own events not fitting their schema is a bug; the input
-            // goes to the dead letters with the reason rather than being lost.
-            ProcessError::Invalid(format!("encoding {}: {e}", E::name()))
-        })?;
-        let mut output = Output::new(topic, key.as_bytes().to_vec(), value);
-        for (name, value) in event.kafka_headers() {
-            output = output.header(name, value.into_bytes());
-        }
-        let envelope = event.envelope();
-        output = output.header(header::EVENT_ID, envelope.event_id.to_string().into_bytes());
+        // Our own events not fitting their schema is a bug; the input goes to
+        // the dead letters with the reason rather than being lost.
+        let output = callstream_kit::emit::output_or_refuse(&topic, key, event)?;
         self.outputs.push(output);
         Ok(())
     }

@@ -198,13 +198,9 @@ fn output<E: Event>(
     event: &E,
     traceparent: Option<&str>,
 ) -> Result<Output, EncodeError> {
-    let mut output = Output::new(topic, key.as_bytes().to_vec(), event.encode()?);
-    for (name, value) in event.kafka_headers() {
-        output = output.header(name, value);
-    }
-    output = output.header(header::EVENT_ID, event.envelope().event_id.to_string());
-    if let Some(trace) = traceparent {
-        output = output.header(header::TRACEPARENT, trace.to_owned());
-    }
-    Ok(output)
+    let output = callstream_kit::emit::output(topic, key, event)?;
+    Ok(match traceparent {
+        Some(trace) => output.header(header::TRACEPARENT, trace.to_owned()),
+        None => output,
+    })
 }

@@ -23,7 +23,7 @@ use reqwest::StatusCode;
 use serde_json::Value;
 
 use crate::config::{RecoveryConfig, TwilioAccess};
-use crate::protocol::{CallRecord, FetchRequest, FetchResult};
+use crate::wire::{CallRecord, FetchRequest, FetchResult};
 
 /// Twilio lookups behind a per-tenant rate limit.
 #[derive(Clone)]

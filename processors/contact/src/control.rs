@@ -1,6 +1,6 @@
 //! What the contact processor reads from `control`, behind a small trait so
 //! the handlers are plain functions of the settings they were given; the
-//! production reader is `callstream-control`'s typed [`ControlView`].
+//! production reader is `callstream_kit::control`'s typed [`ControlView`].
 //!
 //! Guarantees: every question has an answer (defaults when nothing is
 //! set, the safe choice when a value is unreadable: paused), and an answer

@@ -1,5 +1,5 @@
 //! Window W and its grace per campaign or tenant, read from the `control`
-//! table through `callstream-control`'s typed view (setting
+//! table through `callstream_kit::control`'s typed view (setting
 //! `completion_window`): the campaign's own value, else the tenant's, else
 //! this detector's configured default.
 //!

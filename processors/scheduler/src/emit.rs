@@ -4,10 +4,9 @@
 //! causation, correlation) and its id as `event-id`, so processors
 //! downstream inherit the causation chain.
 
-use callstream_runtime::{header, Output, ProcessError};
 use callstream_schemas::{
-    Actor, ContactCommand, ContactCommandKind, Event, ExceptionEvent, ExceptionStatus,
-    ExceptionType, ScheduleEvent, ScheduleEventKind, Timestamp,
+    Actor, ContactCommand, ContactCommandKind, ExceptionEvent, ExceptionStatus, ExceptionType,
+    ScheduleEvent, ScheduleEventKind, Timestamp,
 };
 use chrono::DateTime;
 use uuid::Uuid;
@@ -22,18 +21,7 @@ fn at_ms(ms: Option<i64>) -> Option<Timestamp> {
     ms.and_then(DateTime::from_timestamp_millis)
 }
 
-/// Encodes `event` as a record of `topic` keyed by `key`.
-pub fn output<E: Event>(topic: &str, key: &str, event: &E) -> Result<Output, ProcessError> {
-    let value = event
-        .encode()
-        .map_err(|e| ProcessError::Invalid(format!("cannot encode {}: {e}", E::name())))?;
-    let mut out = Output::new(topic, key.as_bytes().to_vec(), value)
-        .header(header::EVENT_ID, event.envelope().event_id.to_string());
-    for (name, value) in event.kafka_headers() {
-        out = out.header(name, value);
-    }
-    Ok(out)
-}
+pub use callstream_kit::emit::output_or_refuse as output;
 
 /// What a schedule event says beyond the job itself.
 pub struct Decision<'a> {

@@ -245,5 +245,5 @@ impl Layout {
 }
 
 #[cfg(test)]
-#[path = "wire_tests.rs"]
+#[path = "avro_fields_tests.rs"]
 mod tests;
