@@ -6,6 +6,7 @@
 
 mod cargo_cmds;
 mod kafka;
+mod layering;
 mod layout;
 mod postgres;
 mod procs;
@@ -54,7 +55,9 @@ enum Cmd {
     /// Stop the stack and delete its data (Kafka logs, the Postgres cluster); the fetched jars
     /// stay, so the next `up` starts from empty storage without downloading.
     Reset,
-    /// Bring the stack up, build every test of the workspace once, run the test binaries
+    /// Check the layering (no service under processors/, edges/ or sims/ depends on another
+    /// one outside dev-dependencies; `test` checks it first), then bring the stack up, build
+    /// every test of the workspace once, run the test binaries
     /// against the stack several at a time, and end with `N passed, N failed`. Exits non-zero
     /// when anything fails.
     ///
@@ -93,6 +96,9 @@ enum Cmd {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// Check the layering alone: no service under processors/, edges/ or sims/ depends on
+    /// another one outside dev-dependencies (read from `cargo metadata`).
+    Layering,
     /// Check the operator API against its OpenAPI document with schemathesis (PyPI, pinned,
     /// installed into .stack/schemathesis/venv): the stack up, a seeded world, `--checks all`.
     Schemathesis {
@@ -124,6 +130,7 @@ fn main() -> ExitCode {
         Cmd::Demo { args } => cargo_cmds::demo(&layout, &args),
         Cmd::Bench { name, args } => cargo_cmds::bench(&layout, &name, &args),
         Cmd::Schemathesis { args } => schemathesis::run(&layout, &args),
+        Cmd::Layering => layering::check(&layout.repo),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -55,6 +55,8 @@ impl Outcome {
 pub fn test(layout: &Layout, args: &[String]) -> Result<()> {
     let args = TestArgs::parse(args).map_err(|e| anyhow!(e))?;
     let started = Instant::now();
+    // Before anything slow: a dependency that breaks the layering fails the run at once.
+    crate::layering::check(&layout.repo)?;
     stack::up(layout)?;
     let binaries = build(layout, &args)?;
     println!(
