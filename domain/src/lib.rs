@@ -14,6 +14,9 @@ pub mod policy;
 pub mod slot_grid;
 pub mod workflow;
 
+// Who may be called: restrictions and who may lift them.
+pub mod restrictions;
+
 // Names: every deterministic id.
 pub mod ids;
 

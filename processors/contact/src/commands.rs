@@ -1,6 +1,11 @@
-//! Contact commands other than `launch_due`: launch requests from the
-//! gateway's launch intake, and the operator's retry now, retry later,
-//! cancel future jobs and force finish (each with an audit event).
+//! Contact commands other than `launch_due`: launch requests and contact
+//! updates from the gateway's intake, and the operator's retry now, retry
+//! later, cancel future jobs, force finish and lift restriction (each with
+//! an audit event).
+//!
+//! A lead's own opt-out is final: the CRM's flags add restrictions and
+//! lift only their own; only an operator's `lift_restriction`, with a
+//! reason, lifts one the lead or an operator set (`callstream_domain::restrictions`).
 //!
 //! Guarantees: a command is handled once (its event id is remembered); an
 //! operator command that cannot be carried out is audited as rejected with
@@ -18,6 +23,7 @@ use callstream_schemas::{
 };
 use tracing::debug;
 
+use crate::details;
 use crate::emit::{Audit, ExceptionCase};
 use crate::jobs::{NewJob, Step};
 use crate::state::Hold;
@@ -55,6 +61,8 @@ pub fn handle(step: &mut Step<'_, '_>, cmd: &ContactCommand) -> Result<bool, Pro
         ContactCommandKind::CancelFutureJobs => cancel_future_jobs(step, cmd)?,
         ContactCommandKind::ForceFinish => force_finish(step, cmd)?,
         ContactCommandKind::Ignore => ignore(step, cmd)?,
+        ContactCommandKind::ContactUpdate => details::contact_update(step, cmd)?,
+        ContactCommandKind::LiftRestriction => details::lift_restriction(step, cmd)?,
         _ => {}
     }
     Ok(true)
@@ -108,7 +116,7 @@ fn action(kind: ContactCommandKind) -> String {
     format!("contact.{}", kind.as_str())
 }
 
-fn audit(
+pub(crate) fn audit(
     step: &mut Step<'_, '_>,
     cmd: &ContactCommand,
     result: AuditResult,
@@ -133,24 +141,7 @@ fn launch_request(step: &mut Step<'_, '_>, cmd: &ContactCommand) -> Result<(), P
         .filter(|c| !c.is_empty())
         .ok_or_else(|| ProcessError::Invalid("launch_request without campaign_id".into()))?;
     if let Some(details) = &cmd.contact {
-        let c = &mut *step.contact;
-        if let Some(phone) = details.phone_number.clone().filter(|p| !p.is_empty()) {
-            c.phone = Some(phone);
-        }
-        if let Some(zone) = details.time_zone.clone().filter(|z| !z.is_empty()) {
-            c.contact_zone = Some(zone);
-        }
-        let flags = &mut c.flags;
-        for (field, value) in [
-            (&mut flags.do_not_call, details.do_not_call),
-            (&mut flags.blocked, details.blocked),
-            (&mut flags.enrolled, details.enrolled_student),
-            (&mut flags.spam, details.spam),
-        ] {
-            if let Some(value) = value {
-                *field = value;
-            }
-        }
+        details::apply(step, cmd, details)?;
     }
     step.zone();
     if let Some(barred) = step.contact.barred_reason() {

@@ -65,7 +65,12 @@ pub fn apply(
     for (index, decision) in decisions.iter().enumerate() {
         match decision {
             Decision::PlanCall(planned) => plan(step, planned, call, index)?,
-            Decision::MarkDoNotCall { .. } => step.contact.flags.do_not_call = true,
+            Decision::MarkDoNotCall { .. } => {
+                // The lead's own word: sticky, no CRM flag lifts it.
+                step.contact
+                    .flags
+                    .from_lead(callstream_domain::restrictions::Restriction::DoNotCall);
+            }
             Decision::CancelFutureJobs { reason } => {
                 step.cancel_all(&code(reason.code), Some(reason.detail.clone()))?
             }

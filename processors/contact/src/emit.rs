@@ -135,7 +135,15 @@ impl<'a> Outbox<'a> {
             replaces_job_id: job.replaces,
             reason: job.reason.clone(),
             reason_detail: job.reason_detail.clone(),
-            time_zone: Some(zone.primary().name().to_owned()),
+            // Every candidate zone (an area code may span two): the scheduler
+            // books a slot open in all of them, as the launch guards check.
+            time_zone: Some(
+                zone.zones
+                    .iter()
+                    .map(|z| z.name())
+                    .collect::<Vec<_>>()
+                    .join(","),
+            ),
             time_zone_source: Some(zone_source(zone.source)),
             windows,
             attempt: Some(i32::try_from(job.attempt).unwrap_or(i32::MAX)),

@@ -6,8 +6,10 @@
 //!    student, spam) or has no number → cancel: nothing later can make
 //!    this call right, so holding it would only re-plan it for nothing;
 //! 2. calls are held for an exception (an urgent request for a person, or
-//!    provider failures) → cancel, unless the job is the callback the lead
-//!    asked for in the very call that opened the hold;
+//!    provider failures) → cancel, unless the job is a callback the lead
+//!    asked for: in the very call that opened the hold, or in any call when
+//!    the hold is an urgent request (an urgent hold never cancels a callback
+//!    the lead asked for);
 //! 3. a system pause or a pause of the job's campaign → hold (the job is
 //!    re-planned when the pause lifts);
 //! 4. outside the calling window now → move to the next opening plus the
@@ -81,11 +83,15 @@ pub fn check(input: &GuardInput<'_>) -> Verdict {
         };
     }
     if let Some(hold) = input.hold {
-        // The callback the lead asked for in the call that opened the hold
-        // (also after it moved: the mark travels with the job).
+        // A callback the lead asked for goes: in the call that opened the
+        // hold, or, when the hold is an urgent request for a person, in any
+        // call (the lead's own words about when to call stand; the person
+        // they asked for can still reach them). The mark travels with the
+        // job when it moves.
         let own_callback =
             hold.call_id.is_some() && input.requested_in_call == hold.call_id.as_deref();
-        if !own_callback {
+        let asked_for_despite_urgent = hold.urgent && input.requested_in_call.is_some();
+        if !own_callback && !asked_for_despite_urgent {
             let (reason, detail) = if hold.urgent {
                 (
                     "urgent_request_open",

@@ -21,6 +21,7 @@ mod commands;
 pub mod config;
 pub mod control;
 mod decisions;
+mod details;
 mod emit;
 pub mod guards;
 mod jobs;

@@ -2,6 +2,7 @@
 //! `ContactState`): everything a view needs, nothing internal (the dedupe
 //! memory and job causes stay in the store).
 
+use callstream_domain::restrictions::Restriction;
 use callstream_domain::workflow::WorkflowState as DomainState;
 use callstream_schemas::{CallOutcome, CampaignAttempts, ContactJob, ContactState, WorkflowState};
 use uuid::Uuid;
@@ -46,10 +47,10 @@ pub fn snapshot(contact: &Contact, envelope: &Envelope) -> ContactState {
         candidate_time_zones: zone
             .map(|z| z.zones.iter().map(|tz| tz.name().to_owned()).collect())
             .unwrap_or_default(),
-        do_not_call: contact.flags.do_not_call,
-        blocked: contact.flags.blocked,
-        enrolled_student: contact.flags.enrolled,
-        spam: contact.flags.spam,
+        do_not_call: contact.flags.is_set(Restriction::DoNotCall),
+        blocked: contact.flags.is_set(Restriction::Blocked),
+        enrolled_student: contact.flags.is_set(Restriction::Enrolled),
+        spam: contact.flags.is_set(Restriction::Spam),
         urgent_request_open: contact.hold.as_ref().is_some_and(|h| h.urgent),
         hold_exception_id: contact.hold.as_ref().map(|h| h.exception_id),
         hold_reason: contact.hold.as_ref().map(|h| h.reason.clone()),

@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 
 use callstream_domain::normaliser::Outcome;
 use callstream_domain::policy::{ContactFlags, Counters};
+use callstream_domain::restrictions::{Restriction, Restrictions};
 use callstream_domain::timezone::{resolve_zone, ResolvedZone, ZoneInputs, ZoneSource};
 use callstream_domain::workflow::{Deduplicator, Workflow};
 use callstream_schemas::{JobOrigin, JobState};
@@ -18,16 +19,6 @@ use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
-
-/// The contact's flags that bar calls.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Flags {
-    pub do_not_call: bool,
-    pub blocked: bool,
-    pub enrolled: bool,
-    pub spam: bool,
-}
 
 /// Calls are held until an exception has an outcome.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -119,7 +110,8 @@ pub struct Contact {
     pub platform_zone: Option<String>,
     /// The zone as last resolved, with its source.
     pub zone: Option<ResolvedZone>,
-    pub flags: Flags,
+    /// What bars calls, and who set it (the lead's own opt-out is sticky).
+    pub flags: Restrictions,
     pub hold: Option<Hold>,
     pub workflow: Workflow,
     /// The campaign the contact is in now.
@@ -141,7 +133,7 @@ impl Contact {
             contact_zone: None,
             platform_zone: None,
             zone: None,
-            flags: Flags::default(),
+            flags: Restrictions::default(),
             hold: None,
             workflow: Workflow::new(),
             campaign: None,
@@ -165,28 +157,17 @@ impl Contact {
     /// The flags as the policy sees them.
     pub fn policy_flags(&self) -> ContactFlags {
         ContactFlags {
-            do_not_call: self.flags.do_not_call,
-            blocked: self.flags.blocked,
-            enrolled: self.flags.enrolled,
-            spam: self.flags.spam,
+            do_not_call: self.flags.is_set(Restriction::DoNotCall),
+            blocked: self.flags.is_set(Restriction::Blocked),
+            enrolled: self.flags.is_set(Restriction::Enrolled),
+            spam: self.flags.is_set(Restriction::Spam),
             urgent_open: self.hold.as_ref().is_some_and(|h| h.urgent),
         }
     }
 
     /// Why the contact may not be called at all, if it may not.
     pub fn barred_reason(&self) -> Option<&'static str> {
-        let f = self.flags;
-        if f.blocked {
-            Some("blocked_number")
-        } else if f.do_not_call {
-            Some("do_not_call")
-        } else if f.enrolled {
-            Some("enrolled_student")
-        } else if f.spam {
-            Some("spam")
-        } else {
-            None
-        }
+        self.flags.barred_reason()
     }
 
     pub fn counters(&self, campaign: &str) -> Counters {

@@ -22,7 +22,10 @@ use crate::view::Tables;
 fn status_rank(status: LaunchStatus) -> i16 {
     match status {
         LaunchStatus::Ambiguous | LaunchStatus::Unknown => 1,
-        LaunchStatus::Accepted | LaunchStatus::Failed | LaunchStatus::Shadow => 2,
+        LaunchStatus::Accepted
+        | LaunchStatus::Failed
+        | LaunchStatus::Shadow
+        | LaunchStatus::Held => 2,
     }
 }
 

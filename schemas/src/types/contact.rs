@@ -18,6 +18,8 @@ avro_enum! {
         AdvanceNoAnswer => "advance_no_answer",
         AdvanceVoicemail => "advance_voicemail",
         Ignore => "ignore",
+        ContactUpdate => "contact_update",
+        LiftRestriction => "lift_restriction",
     }
 }
 

@@ -44,6 +44,7 @@ avro_enum! {
         Failed => "failed",
         Ambiguous => "ambiguous",
         Shadow => "shadow",
+        Held => "held",
     }
 }
 

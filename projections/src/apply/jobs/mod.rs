@@ -33,6 +33,8 @@ const DUE: (&str, i16) = ("due", 3);
 const DISPATCHING: (&str, i16) = ("dispatching", 4);
 const LAUNCHED: (&str, i16) = ("launched", 5);
 const AMBIGUOUS: (&str, i16) = ("ambiguous", 5);
+/// Held at the last hop by a pause: the job is re-planned (replaced) when it lifts.
+const HELD: (&str, i16) = ("held", 6);
 const REPLACED: (&str, i16) = ("replaced", 8);
 const CANCELLED: (&str, i16) = ("cancelled", 9);
 const REFUSED: (&str, i16) = ("refused", 9);
@@ -209,6 +211,7 @@ fn call_launch<'a>(jobs: &mut Jobs<'a>, links: &mut Links<'a>, l: &'a CallLaunch
         LaunchStatus::Ambiguous => AMBIGUOUS,
         LaunchStatus::Failed => FAILED,
         LaunchStatus::Shadow => SHADOW,
+        LaunchStatus::Held => HELD,
         LaunchStatus::Unknown => DISPATCHING,
     };
     let mut change = JobRow::new(
