@@ -173,10 +173,18 @@ async fn create_call(
     };
     match state.create(call) {
         Created::Failed(status) => Err(TwilioError::server(status)),
-        Created::Accepted { record, hold } => {
+        Created::Accepted {
+            record,
+            hold,
+            error_after_accept,
+        } => {
             if let Some(hold) = hold {
                 // The call is already playing; only the answer is late.
                 tokio::time::sleep(hold).await;
+            }
+            if let Some(status) = error_after_accept {
+                // The call is playing; the answer says otherwise.
+                return Err(TwilioError::server(status));
             }
             let body = twilio::call_json(&account, &record);
             Ok((StatusCode::CREATED, Json(body)).into_response())

@@ -191,6 +191,12 @@ pub struct Behaviour {
     /// answer is held back by `create_slow_ms`, past a client's timeout.
     #[arg(long, env = "SIM_VOICE_CREATE_SLOW_SHARE", default_value_t = DEFAULT_BEHAVIOUR.create_slow_share)]
     pub create_slow_share: f64,
+    /// Share of creates accepted (the call exists and plays out) but answered
+    /// 502 or 504, as an edge in front of the platform answers when it lost
+    /// or timed out on the platform's answer. A client that creates again on
+    /// such an answer places a second call.
+    #[arg(long, env = "SIM_VOICE_CREATE_ACCEPTED_THEN_ERROR_SHARE", default_value_t = DEFAULT_BEHAVIOUR.create_accepted_then_error_share)]
+    pub create_accepted_then_error_share: f64,
     /// How long a slow create's answer is held back (real milliseconds).
     #[arg(long, env = "SIM_VOICE_CREATE_SLOW_MS", default_value_t = DEFAULT_BEHAVIOUR.create_slow_ms)]
     pub create_slow_ms: u64,
@@ -243,6 +249,7 @@ pub const DEFAULT_BEHAVIOUR: Behaviour = Behaviour {
     reorder_share: 0.0,
     create_error_share: 0.0,
     create_slow_share: 0.0,
+    create_accepted_then_error_share: 0.0,
     create_slow_ms: 30_000,
     callback_retries: 0,
     analysis_retries: 3,
@@ -293,6 +300,10 @@ impl Behaviour {
             ("reorder_share", self.reorder_share),
             ("create_error_share", self.create_error_share),
             ("create_slow_share", self.create_slow_share),
+            (
+                "create_accepted_then_error_share",
+                self.create_accepted_then_error_share,
+            ),
         ];
         for (name, v) in shares {
             if !(0.0..=1.0).contains(&v) {

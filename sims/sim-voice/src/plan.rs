@@ -28,6 +28,10 @@ pub enum CreateFault {
     Error(u16),
     /// Accepted (the call plays out) but answered `create_slow_ms` late.
     Slow,
+    /// Accepted (the call plays out) but answered with this 5xx, as a proxy
+    /// or load balancer in front of the platform does when its upstream
+    /// answer is lost (502) or late (504).
+    AcceptedThenError(u16),
 }
 
 /// One status change, at `at` simulated seconds after the create.
@@ -116,6 +120,8 @@ const PHRASE: usize = 11;
 /// Per delivery slot (4 callback events, then the analysis): 5 draws.
 const DELIVERY: usize = 12;
 const ANALYSIS_SLOT: usize = 4;
+/// After the deliveries' 25 draws (12..37).
+const ACCEPTED_THEN_ERROR: usize = 37;
 
 impl Draws {
     pub fn from_rng(rng: &mut impl Rng) -> Self {
@@ -157,6 +163,9 @@ pub fn create_fault(b: &Behaviour, d: &Draws) -> CreateFault {
     if d.0[CREATE_ERROR] < b.create_error_share {
         let status = if d.0[ERROR_CODE] < 0.5 { 500 } else { 503 };
         CreateFault::Error(status)
+    } else if d.0[ACCEPTED_THEN_ERROR] < b.create_accepted_then_error_share {
+        let status = if d.0[ERROR_CODE] < 0.5 { 502 } else { 504 };
+        CreateFault::AcceptedThenError(status)
     } else if d.0[CREATE_SLOW] < b.create_slow_share {
         CreateFault::Slow
     } else {

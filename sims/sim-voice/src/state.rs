@@ -65,6 +65,8 @@ pub enum Created {
     Accepted {
         record: Box<CallRecord>,
         hold: Option<Duration>,
+        /// Answer this 5xx although the call exists (the edge fault).
+        error_after_accept: Option<u16>,
     },
     /// The injected failure: answer this 5xx, no call exists.
     Failed(u16),
@@ -125,13 +127,18 @@ impl SimState {
         let window = Duration::from_millis(b.burst_window_ms);
         let (generation, index, in_window) = store.begin_create(Instant::now(), window);
         let draws = Draws::from_rng(&mut seed::create_rng(self.0.seed, index));
-        let hold = match plan::create_fault(&b, &draws) {
+        let fault = plan::create_fault(&b, &draws);
+        let hold = match fault {
             CreateFault::Error(status) => {
                 store.count(generation, |s| s.creates_failed += 1);
                 return Created::Failed(status);
             }
             CreateFault::Slow => Some(Duration::from_millis(b.create_slow_ms)),
-            CreateFault::None => None,
+            CreateFault::AcceptedThenError(_) | CreateFault::None => None,
+        };
+        let error_after_accept = match fault {
+            CreateFault::AcceptedThenError(status) => Some(status),
+            _ => None,
         };
         let contact_known = call.target.as_ref().is_some_and(|t| t.contact_id.is_some());
         let analysis = self.0.analysis_url.is_some() && contact_known;
@@ -191,9 +198,13 @@ impl SimState {
             b,
             Instant::now(),
         ));
+        if error_after_accept.is_some() {
+            store.count(generation, |s| s.creates_accepted_then_failed += 1);
+        }
         Created::Accepted {
             record: Box::new(record),
             hold,
+            error_after_accept,
         }
     }
 }

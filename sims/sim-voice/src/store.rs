@@ -62,6 +62,8 @@ pub struct Stats {
     pub creates_failed: u64,
     /// Creates refused 4xx (bad request, auth, unknown account).
     pub creates_rejected: u64,
+    /// Creates accepted (counted in `calls_created` too) but answered 502/504.
+    pub creates_accepted_then_failed: u64,
     /// Creates accepted whose answer was held back past the client's timeout.
     pub creates_delayed: u64,
     /// Calls still playing out.

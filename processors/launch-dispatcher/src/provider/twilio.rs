@@ -188,10 +188,17 @@ pub fn classify_create(status: StatusCode, body: &[u8]) -> CreateOutcome {
         )
     });
     let reason = format!("http_{code}");
-    if status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error() {
+    // Only an answer that proves no call was created may lead to another
+    // create. Twilio documents its 4xx answers (429 included) as refusals of
+    // the request; a 5xx or 408 may come from a proxy or load balancer in
+    // front of it after Twilio created the call, so it is looked up, never
+    // blindly re-sent.
+    if status == StatusCode::TOO_MANY_REQUESTS {
         CreateOutcome::Transient { reason, detail }
-    } else {
+    } else if status.is_client_error() && status != StatusCode::REQUEST_TIMEOUT {
         CreateOutcome::Permanent { reason, detail }
+    } else {
+        CreateOutcome::Ambiguous { reason, detail }
     }
 }
 
@@ -199,7 +206,8 @@ pub fn classify_create(status: StatusCode, body: &[u8]) -> CreateOutcome {
 fn classify_error(error: &reqwest::Error) -> CreateOutcome {
     let detail = Some(error.to_string());
     if error.is_connect() {
-        // Never connected: no request reached Twilio.
+        // Never connected (refused, unreachable, TLS handshake): no request
+        // reached Twilio, so sending it again cannot place a second call.
         CreateOutcome::Transient {
             reason: "connect".into(),
             detail,

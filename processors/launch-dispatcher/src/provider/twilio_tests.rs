@@ -125,6 +125,14 @@ fn answers_are_classified_by_what_they_say_about_the_call() {
         reason: code.into(),
         detail: Some("20503: Service Unavailable".into()),
     };
+    let ambiguous = |code: &str| CreateOutcome::Ambiguous {
+        reason: code.into(),
+        detail: Some("20503: Service Unavailable".into()),
+    };
+    let ambiguous_without_detail = |code: &str| CreateOutcome::Ambiguous {
+        reason: code.into(),
+        detail: None,
+    };
     let error_body = br#"{"code":20503,"message":"Service Unavailable","status":503}"#;
     let cases: Vec<(u16, &[u8], CreateOutcome)> = vec![
         (
@@ -149,8 +157,18 @@ fn answers_are_classified_by_what_they_say_about_the_call() {
                 detail: Some("HTTP 201 without a call sid".into()),
             },
         ),
-        (503, error_body, transient("http_503")),
-        (500, error_body, transient("http_500")),
+        // A 5xx or 408 may come after the call was created (an edge in
+        // front of the platform): looked up, never created again.
+        (503, error_body, ambiguous("http_503")),
+        (500, error_body, ambiguous("http_500")),
+        (
+            502,
+            b"<html>Bad Gateway</html>",
+            ambiguous_without_detail("http_502"),
+        ),
+        (504, b"", ambiguous_without_detail("http_504")),
+        (408, b"", ambiguous_without_detail("http_408")),
+        // Twilio documents 429 as a refusal: nothing was created.
         (429, error_body, transient("http_429")),
         (
             400,
