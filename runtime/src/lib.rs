@@ -7,7 +7,7 @@
 //! for partition with the input) and the consumed offsets, so a crash at any
 //! point loses nothing and repeats nothing that a `read_committed` reader
 //! can see. The test kit runs the same processor in memory with a manual
-//! clock.
+//! clock. `README.md` is the one-page tour.
 //!
 //! Layers, bottom up: `api` (what processors see; depends on nothing of the
 //! engine), then the engine's parts (`task`, `store`, `timers`,
@@ -43,3 +43,8 @@ pub use kafka::{run, EffectRunner, Guarantee, RuntimeConfig};
 pub use metrics::RuntimeMetrics;
 pub use spec::{ProcessorSpec, StoreError};
 pub use testkit::{Input, Produced, TestDriver};
+
+/// The README's examples, compiled and run as doctests.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
