@@ -84,7 +84,7 @@ pub(crate) fn split_key(bytes: &[u8]) -> Option<(TimeDomain, &str, &[u8])> {
     Some((domain, name, rest.get(2 + len..)?))
 }
 
-pub(crate) fn decode_handle(bytes: &[u8]) -> Option<TimerHandle> {
+fn decode_handle(bytes: &[u8]) -> Option<TimerHandle> {
     let (domain, name, key) = split_key(bytes)?;
     Some(TimerHandle {
         domain,
@@ -100,7 +100,7 @@ pub(crate) fn encode_entry(due_ms: i64, payload: &[u8]) -> Vec<u8> {
     out
 }
 
-pub(crate) fn decode_entry(bytes: &[u8]) -> Option<(i64, &[u8])> {
+fn decode_entry(bytes: &[u8]) -> Option<(i64, &[u8])> {
     let due = i64::from_be_bytes(bytes.get(..8)?.try_into().ok()?);
     Some((due, &bytes[8..]))
 }
