@@ -5,8 +5,7 @@
 //! transaction, so a dead letter commits exactly when the failure's other
 //! consequences (the consumed offset, the removed timer) do.
 
-use crate::api::{header, Headers, Output, Record, TimeDomain, Timer};
-use crate::effects::EffectResult;
+use crate::api::{header, EffectResult, Headers, Output, Record, TimeDomain, Timer};
 
 /// What a processor was handling when it failed.
 #[derive(Debug, Clone, Copy)]
@@ -132,8 +131,7 @@ pub(crate) fn dead_letter(app_id: &str, topic: &str, cause: &Cause<'_>, reason: 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::TimerHandle;
-    use crate::effects::EffectRequest;
+    use crate::api::{EffectRequest, TimerHandle};
 
     #[test]
     fn each_cause_names_itself_in_the_headers() {

@@ -1,4 +1,4 @@
-//! Side effects outside Kafka (an HTTP call to a provider), run after the
+//! Running side effects outside Kafka (an HTTP call to a provider), after the
 //! transaction that asked for them commits: the intent is durable before
 //! the world is touched. The result comes back to the processor's
 //! `on_effect` in a later transaction.
@@ -11,24 +11,7 @@
 
 use futures::future::BoxFuture;
 
-/// An effect a processor asked for.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EffectRequest {
-    /// The partition (task) that asked; the result returns there.
-    pub partition: i32,
-    /// The key the effect is about (the result is handled with its state).
-    pub key: Vec<u8>,
-    /// The operation id, stable across retries.
-    pub id: String,
-    pub payload: Vec<u8>,
-}
-
-/// What an effect returned.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EffectResult {
-    pub request: EffectRequest,
-    pub payload: Vec<u8>,
-}
+use crate::api::EffectRequest;
 
 /// Runs effects (on the runtime's own async executor). Errors are results
 /// too: encode them in the returned bytes so the processor can decide.

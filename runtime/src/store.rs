@@ -12,19 +12,12 @@
 
 use std::collections::HashMap;
 
+use crate::api::Change;
+
 pub(crate) type Bytes = Vec<u8>;
 
 /// A hash map with the runtime's hasher (foldhash, seeded per process).
 pub(crate) type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
-
-/// One change of a store, as it goes to (or comes from) the changelog.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Change {
-    pub store: usize,
-    pub key: Bytes,
-    /// `None` deletes the key (a tombstone in the changelog).
-    pub value: Option<Bytes>,
-}
 
 #[derive(Debug, Default)]
 pub(crate) struct Stores {

@@ -2,13 +2,15 @@
 //! the pure steps that run a processor over it. The Kafka engine and the
 //! test driver both drive tasks; only their I/O differs.
 
-use crate::api::{Headers, Output, ProcessError, Processor, Record, TimeDomain, Timer};
-use crate::context::{inherit_headers, Context, Effects};
+use crate::api::timer_key::{self, STREAM_TIME_KEY};
+use crate::api::{
+    inherit_headers, Change, Context, EffectRequest, EffectResult, Effects, Headers, Output,
+    ProcessError, Processor, Record, TaskView, TimeDomain, Timer,
+};
 use crate::dead_letter::timer_timestamp;
-use crate::effects::{EffectRequest, EffectResult};
 use crate::globals::Globals;
-use crate::store::{Change, Stores};
-use crate::timers::{self, TimerIndex, STREAM_TIME_KEY};
+use crate::store::Stores;
+use crate::timers::TimerIndex;
 
 /// What handling one record or timer produced.
 #[derive(Debug, Default)]
@@ -51,21 +53,13 @@ impl Task {
         &self.stores
     }
 
-    pub fn timer_store(&self) -> usize {
-        self.timer_store
-    }
-
-    pub fn stream_time_ms(&self) -> i64 {
-        self.stream_time_ms
-    }
-
     pub fn open_timers(&self) -> usize {
         self.timers.len()
     }
 
     /// When the timer stored under `key` (its timer-store key) is due.
-    pub fn timer_due(&self, key: &[u8]) -> Option<i64> {
-        timers::entry_due(self.stores.get(self.timer_store, key)?)
+    fn timer_due(&self, key: &[u8]) -> Option<i64> {
+        timer_key::entry_due(self.stores.get(self.timer_store, key)?)
     }
 
     /// Applies a record read from a changelog during restore.
@@ -107,12 +101,23 @@ impl Task {
         self.rebuild_derived();
     }
 
+    /// Applies what a step asked for; a failed step gives its error back
+    /// for the caller to dead-letter, and none of what it asked for.
     fn apply(
         &mut self,
-        effects: Effects,
+        effects: Result<Effects, ProcessError>,
         cause: Option<&Headers>,
         timestamp_ms: i64,
     ) -> StepResult {
+        let effects = match effects {
+            Ok(effects) => effects,
+            Err(error) => {
+                return StepResult {
+                    error: Some(error),
+                    ..StepResult::default()
+                }
+            }
+        };
         for change in effects.state {
             if change.store != self.timer_store {
                 self.stores.apply(change);
@@ -122,7 +127,7 @@ impl Task {
             // time stored now to the one written (none: cancelled).
             let Change { store, key, value } = change;
             let old = self.timer_due(&key);
-            let new = value.as_deref().and_then(timers::entry_due);
+            let new = value.as_deref().and_then(timer_key::entry_due);
             let key = self.timers.update(key, old, new);
             self.stores.apply(Change { store, key, value });
         }
@@ -143,7 +148,7 @@ impl Task {
         &mut self,
         processor: &mut P,
         globals: &Globals,
-        store_names: &[String],
+        stores: &[&str],
         record: &Record,
         wall_clock_ms: i64,
     ) -> StepResult {
@@ -155,23 +160,11 @@ impl Task {
                 &record.timestamp_ms.to_be_bytes(),
             );
         }
-        let mut ctx = Context::new(
-            self,
-            globals,
-            store_names,
-            wall_clock_ms,
-            record.timestamp_ms,
-        );
-        match processor.process(&mut ctx, record) {
-            Ok(()) => {
-                let effects = ctx.into_effects();
-                self.apply(effects, Some(&record.headers), record.timestamp_ms)
-            }
-            Err(error) => StepResult {
-                error: Some(error),
-                ..StepResult::default()
-            },
-        }
+        let view = StepView::new(self, globals, stores);
+        let mut ctx = Context::new(&view, wall_clock_ms, record.timestamp_ms);
+        let result = processor.process(&mut ctx, record);
+        let effects = ctx.finish(result);
+        self.apply(effects, Some(&record.headers), record.timestamp_ms)
     }
 
     /// The earliest due timer, of either domain, at `wall_clock_ms`.
@@ -188,7 +181,7 @@ impl Task {
             (None, None) => return None,
         };
         let entry = self.stores.get(self.timer_store, key)?;
-        timers::timer_from_entry(key, entry)
+        timer_key::timer_from_entry(key, entry)
     }
 
     /// Hands an effect's result to the processor.
@@ -196,21 +189,15 @@ impl Task {
         &mut self,
         processor: &mut P,
         globals: &Globals,
-        store_names: &[String],
+        stores: &[&str],
         result: &EffectResult,
         wall_clock_ms: i64,
     ) -> StepResult {
-        let mut ctx = Context::new(self, globals, store_names, wall_clock_ms, wall_clock_ms);
-        match processor.on_effect(&mut ctx, result) {
-            Ok(()) => {
-                let effects = ctx.into_effects();
-                self.apply(effects, None, wall_clock_ms)
-            }
-            Err(error) => StepResult {
-                error: Some(error),
-                ..StepResult::default()
-            },
-        }
+        let view = StepView::new(self, globals, stores);
+        let mut ctx = Context::new(&view, wall_clock_ms, wall_clock_ms);
+        let result = processor.on_effect(&mut ctx, result);
+        let effects = ctx.finish(result);
+        self.apply(effects, None, wall_clock_ms)
     }
 
     /// The earliest wall-clock due time, for how long the engine may sleep.
@@ -226,28 +213,84 @@ impl Task {
         &mut self,
         processor: &mut P,
         globals: &Globals,
-        store_names: &[String],
+        stores: &[&str],
         timer: &Timer,
         wall_clock_ms: i64,
     ) -> StepResult {
         let timestamp_ms = timer_timestamp(timer, wall_clock_ms);
-        let mut ctx = Context::new(self, globals, store_names, wall_clock_ms, timestamp_ms);
+        let view = StepView::new(self, globals, stores);
+        let mut ctx = Context::new(&view, wall_clock_ms, timestamp_ms);
         ctx.cancel_timer(&timer.handle);
         let result = processor.on_timer(&mut ctx, timer);
-        let effects = ctx.into_effects();
-        match result {
-            Ok(()) => self.apply(effects, None, timestamp_ms),
+        match ctx.finish(result) {
+            Ok(effects) => self.apply(Ok(effects), None, timestamp_ms),
             Err(error) => {
                 let mut removal = Effects::default();
                 removal.state.push(Change {
                     store: self.timer_store,
-                    key: timers::encode_handle(&timer.handle),
+                    key: timer_key::encode_handle(&timer.handle),
                     value: None,
                 });
-                let mut result = self.apply(removal, None, timestamp_ms);
+                let mut result = self.apply(Ok(removal), None, timestamp_ms);
                 result.error = Some(error);
                 result
             }
         }
+    }
+}
+
+/// A task as the context sees it during one step: its state, the global
+/// tables and the processor's declared stores (the API's `TaskView` seam).
+struct StepView<'a> {
+    task: &'a Task,
+    globals: &'a Globals,
+    /// The processor's stores, in store-index order.
+    stores: &'a [&'a str],
+}
+
+impl<'a> StepView<'a> {
+    fn new(task: &'a Task, globals: &'a Globals, stores: &'a [&'a str]) -> Self {
+        Self {
+            task,
+            globals,
+            stores,
+        }
+    }
+}
+
+impl TaskView for StepView<'_> {
+    fn partition(&self) -> i32 {
+        self.task.partition
+    }
+
+    fn stream_time_ms(&self) -> i64 {
+        self.task.stream_time_ms
+    }
+
+    fn store_index(&self, name: &str) -> Option<usize> {
+        self.stores.iter().position(|s| *s == name)
+    }
+
+    fn timer_store(&self) -> usize {
+        self.task.timer_store
+    }
+
+    fn get(&self, store: usize, key: &[u8]) -> Option<&[u8]> {
+        self.task.stores.get(store, key)
+    }
+
+    fn global(&self, topic: &str, key: &[u8]) -> Option<&[u8]> {
+        self.globals.get(topic, key)
+    }
+
+    fn global_version(&self, topic: &str) -> u64 {
+        self.globals.version(topic)
+    }
+
+    fn global_entries<'s>(
+        &'s self,
+        topic: &str,
+    ) -> Box<dyn Iterator<Item = (&'s [u8], &'s [u8])> + 's> {
+        self.globals.entries(topic)
     }
 }

@@ -10,9 +10,7 @@ use callstream_runtime::{
 const START: i64 = 1_700_000_000_000;
 
 fn counting_driver() -> TestDriver<CountingProcessor> {
-    let spec = ProcessorSpec::new("counter", "dlq")
-        .input("in")
-        .store(COUNTS_STORE);
+    let spec = ProcessorSpec::new("counter", "dlq").input("in");
     let processor = CountingProcessor {
         output_topic: "out".into(),
     };
@@ -21,7 +19,7 @@ fn counting_driver() -> TestDriver<CountingProcessor> {
 
 fn values(driver: &TestDriver<CountingProcessor>, topic: &str) -> Vec<String> {
     driver
-        .outputs(topic)
+        .records(topic)
         .iter()
         .map(|p| String::from_utf8_lossy(p.value.as_deref().unwrap_or_default()).into_owned())
         .collect()
@@ -88,7 +86,7 @@ fn outputs_inherit_causation_and_correlation() {
             .header(header::EVENT_ID, "e-2")
             .header(header::CORRELATION_ID, "c-0"),
     );
-    let out = driver.outputs("out");
+    let out = driver.records("out");
     assert_eq!(out[0].headers.get_str(header::CAUSATION_ID), Some("e-1"));
     assert_eq!(out[0].headers.get_str(header::CORRELATION_ID), Some("e-1"));
     assert_eq!(
@@ -182,12 +180,12 @@ fn wall_clock_timers_fire_when_the_clock_passes_them_without_any_record() {
     driver.pipe(Input::new("in", "a", "wall:1000"));
     driver.pipe(Input::new("in", "b", "wall:3000"));
     driver.advance_wall_clock_ms(999);
-    assert!(driver.outputs("fired").is_empty());
+    assert!(driver.records("fired").is_empty());
     driver.advance_wall_clock_ms(1);
-    assert_eq!(driver.outputs("fired").len(), 1);
+    assert_eq!(driver.records("fired").len(), 1);
     driver.advance_wall_clock_ms(5000);
     let keys: Vec<_> = driver
-        .outputs("fired")
+        .records("fired")
         .iter()
         .map(|p| p.key.clone())
         .collect();
@@ -201,12 +199,12 @@ fn event_time_timers_follow_stream_time_not_the_wall_clock() {
     driver.pipe(Input::new("in", "a", "event:1000").at(START));
     driver.advance_wall_clock_ms(60_000);
     assert!(
-        driver.outputs("fired").is_empty(),
+        driver.records("fired").is_empty(),
         "wall clock must not fire event-time timers"
     );
     // Another record on the same key's partition moves stream time past the deadline.
     driver.pipe(Input::new("in", "a", "noop").at(START + 1000));
-    assert_eq!(driver.outputs("fired").len(), 1);
+    assert_eq!(driver.records("fired").len(), 1);
 }
 
 #[test]
@@ -217,9 +215,9 @@ fn a_cancelled_timer_never_fires_and_a_reset_timer_moves() {
     driver.pipe(Input::new("in", "b", "wall:1000"));
     driver.pipe(Input::new("in", "b", "wall:5000"));
     driver.advance_wall_clock_ms(2000);
-    assert!(driver.outputs("fired").is_empty());
+    assert!(driver.records("fired").is_empty());
     driver.advance_wall_clock_ms(3000);
-    assert_eq!(driver.outputs("fired").len(), 1);
+    assert_eq!(driver.records("fired").len(), 1);
 }
 
 #[test]
@@ -231,10 +229,10 @@ fn timers_survive_a_restart_and_fire_when_due_after_it() {
     assert_eq!(driver.open_timers(), 2);
     // Due while "down": fires as soon as the clock is looked at after restore.
     driver.advance_wall_clock_ms(10_000);
-    assert_eq!(driver.outputs("fired").len(), 1);
+    assert_eq!(driver.records("fired").len(), 1);
     // Stream time was restored too: a later record on b's partition fires b's timer.
     driver.pipe(Input::new("in", "b", "noop").at(START + 500));
-    assert_eq!(driver.outputs("fired").len(), 2);
+    assert_eq!(driver.records("fired").len(), 2);
 }
 
 #[test]
@@ -243,10 +241,10 @@ fn a_timer_of_either_clock_fires_once_on_whichever_passes_it_first() {
     // Stream time first: a later record passes the deadline before the wall clock does.
     driver.pipe(Input::new("in", "a", "either:1000").at(START + 5_000));
     driver.pipe(Input::new("in", "a", "noop").at(START + 6_000));
-    assert_eq!(driver.outputs("fired").len(), 1);
+    assert_eq!(driver.records("fired").len(), 1);
     driver.advance_wall_clock_ms(60_000);
     assert_eq!(
-        driver.outputs("fired").len(),
+        driver.records("fired").len(),
         1,
         "fired once, not again by the wall clock"
     );
@@ -257,9 +255,9 @@ fn a_timer_of_either_clock_fires_once_on_whichever_passes_it_first() {
     driver.restart();
     assert_eq!(driver.open_timers(), 1, "one timer, restored once");
     driver.advance_wall_clock_ms(999);
-    assert_eq!(driver.outputs("fired").len(), 1);
+    assert_eq!(driver.records("fired").len(), 1);
     driver.advance_wall_clock_ms(1);
-    assert_eq!(driver.outputs("fired").len(), 2);
+    assert_eq!(driver.records("fired").len(), 2);
     assert_eq!(driver.open_timers(), 0);
 }
 
@@ -268,6 +266,10 @@ fn a_timer_of_either_clock_fires_once_on_whichever_passes_it_first() {
 struct Caller;
 
 impl Processor for Caller {
+    fn stores(&self) -> &'static [&'static str] {
+        &["ops"]
+    }
+
     fn process(&mut self, ctx: &mut Context<'_>, record: &Record) -> Result<(), ProcessError> {
         if ctx.global("control", b"mode") == Some(&b"paused"[..]) {
             ctx.emit(Output::new(
@@ -306,7 +308,6 @@ impl Processor for Caller {
 fn effects_come_back_to_their_key_and_globals_steer_processing() {
     let spec = ProcessorSpec::new("caller", "dlq")
         .input("in")
-        .store("ops")
         .global_table("control");
     let mut driver = TestDriver::new(Caller, spec, 4, START);
     driver.pipe(Input::new("in", "a", "dial"));
@@ -316,7 +317,7 @@ fn effects_come_back_to_their_key_and_globals_steer_processing() {
     assert_eq!(effects[0].payload, b"dial");
     driver.complete_effect(effects[0].clone(), b"accepted".to_vec());
     assert_eq!(driver.get("ops", b"a"), Some(&b"done"[..]));
-    assert_eq!(values_of(&driver.outputs("out")), ["accepted"]);
+    assert_eq!(values_of(&driver.records("out")), ["accepted"]);
 
     driver.set_global("control", "mode", Some(b"paused".to_vec()));
     driver.pipe(Input::new("in", "b", "dial"));
@@ -324,7 +325,7 @@ fn effects_come_back_to_their_key_and_globals_steer_processing() {
     driver.set_global("control", "mode", None);
     driver.pipe(Input::new("in", "b", "dial"));
     assert_eq!(driver.pending_effects().len(), 1);
-    assert_eq!(values_of(&driver.outputs("out")), ["accepted", "held"]);
+    assert_eq!(values_of(&driver.records("out")), ["accepted", "held"]);
 }
 
 fn values_of(produced: &[&callstream_runtime::Produced]) -> Vec<String> {

@@ -16,6 +16,10 @@ const START: i64 = 1_700_000_000_000;
 struct Fragile;
 
 impl Processor for Fragile {
+    fn stores(&self) -> &'static [&'static str] {
+        &["seen"]
+    }
+
     fn process(&mut self, ctx: &mut Context<'_>, record: &Record) -> Result<(), ProcessError> {
         let key = record.key.clone().unwrap_or_default();
         let value = String::from_utf8_lossy(record.value.as_deref().unwrap_or_default());
@@ -63,9 +67,7 @@ impl Processor for Fragile {
 }
 
 fn driver() -> TestDriver<Fragile> {
-    let spec = ProcessorSpec::new("fragile", "dlq")
-        .input("in")
-        .store("seen");
+    let spec = ProcessorSpec::new("fragile", "dlq").input("in");
     TestDriver::new(Fragile, spec, 4, START)
 }
 
@@ -105,7 +107,7 @@ fn a_failing_wall_clock_timer_is_dead_lettered_with_its_identity_and_removed() {
     assert_eq!(letter.timestamp_ms, START + 1_000);
 
     // The failed call's output and state write are gone; the good timer's stay.
-    let out: Vec<_> = d.outputs("out").iter().map(|p| p.key.clone()).collect();
+    let out: Vec<_> = d.records("out").iter().map(|p| p.key.clone()).collect();
     assert_eq!(out, [Some(b"b".to_vec())]);
     assert_eq!(d.get("seen", b"a"), None);
     assert_eq!(d.get("seen", b"b"), Some(&b"timer"[..]));
@@ -162,7 +164,7 @@ fn a_failing_effect_result_is_dead_lettered_with_the_effect_id() {
     assert_eq!(letter.timestamp_ms, START);
     assert_eq!(d.get("seen", b"a"), None);
     assert_eq!(d.get("seen", b"b"), Some(&b"effect"[..]));
-    assert_eq!(d.outputs("out").len(), 1);
+    assert_eq!(d.records("out").len(), 1);
 }
 
 #[test]

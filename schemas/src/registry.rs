@@ -112,6 +112,17 @@ macro_rules! event_types {
                     AnyEvent::$ty(event)
                 }
             }
+
+            /// Decodes single-object bytes ([`Event::decode`](crate::Event::decode)), so
+            /// code generic over "a value from bytes" (the runtime's test driver) reads
+            /// events typed.
+            impl TryFrom<&[u8]> for $ty {
+                type Error = crate::DecodeError;
+
+                fn try_from(bytes: &[u8]) -> Result<Self, Self::Error> {
+                    crate::Event::decode(bytes)
+                }
+            }
         )+
 
         /// Bytes of `kind` decoded the fast way (see `crate::codec::decode_direct`).

@@ -89,9 +89,7 @@ impl Watched {
 }
 
 fn counting(app: &str, input: &str, output: &str) -> (CountingProcessor, ProcessorSpec) {
-    let spec = ProcessorSpec::new(app, format!("{app}-dlq"))
-        .input(input)
-        .store(COUNTS_STORE);
+    let spec = ProcessorSpec::new(app, format!("{app}-dlq")).input(input);
     let processor = CountingProcessor {
         output_topic: output.to_string(),
     };
@@ -259,6 +257,10 @@ enum Fault {
 }
 
 impl Processor for Faulty {
+    fn stores(&self) -> &'static [&'static str] {
+        self.inner.stores()
+    }
+
     fn process(&mut self, ctx: &mut Context<'_>, record: &Record) -> Result<(), ProcessError> {
         if record.value.as_deref() == Some(self.trigger) && !self.fired.swap(true, Ordering::SeqCst)
         {

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use anyhow::{Context as _, Result};
 use callstream_e2e::runtime::{reader, Running};
 use callstream_e2e::{create_topic, produce, producer, unique_name};
-use callstream_runtime::testkit::{CountingProcessor, COUNTS_STORE};
+use callstream_runtime::testkit::CountingProcessor;
 use callstream_runtime::{
     header, Context, Output, ProcessError, Processor, ProcessorSpec, Record, RuntimeMetrics,
     TimeDomain, Timer,
@@ -93,9 +93,7 @@ async fn a_poison_record_is_dead_lettered_and_the_records_after_it_are_processed
     );
     create_topic(&input, PARTITIONS).await?;
     create_topic(&output, PARTITIONS).await?;
-    let spec = ProcessorSpec::new(&app, &dead_letters)
-        .input(&input)
-        .store(COUNTS_STORE);
+    let spec = ProcessorSpec::new(&app, &dead_letters).input(&input);
     let running = Running::start(
         CountingProcessor {
             output_topic: output.clone(),

@@ -36,7 +36,9 @@ use callstream_runtime::ProcessorSpec;
 pub use codec::CodecError;
 pub use config::{ConfigError, DetectorConfig};
 pub use emit::ACTOR;
-pub use processor::{Detector, AGGREGATES_STORE, ALERTS_STORE, BUCKETS_STORE, CONTACTS_STORE};
+pub use processor::{
+    Detector, AGGREGATES_STORE, ALERTS_STORE, BUCKETS_STORE, CONTACTS_STORE, STORES,
+};
 
 /// The logical topic carrying each partition's counts of a closed delivery
 /// bucket to the partition of its tenant (JSON values, keyed by tenant).
@@ -51,15 +53,12 @@ pub fn processor(config: DetectorConfig) -> Detector {
     Detector::new(config)
 }
 
-/// The detector's inputs, stores and global table, with physical names.
+/// The detector's inputs and global table, with physical names (its
+/// stores, [`STORES`], the processor declares).
 pub fn spec(topics: &Topics, app_id: &str) -> ProcessorSpec {
     ProcessorSpec::new(app_id, topics.name(topics::DEAD_LETTERS))
         .input(topics.name(topics::CALL_LAUNCHES))
         .input(topics.name(topics::CALL_EVENTS))
         .input(topics.name(DELIVERY_PARTIALS))
-        .store(CONTACTS_STORE)
-        .store(BUCKETS_STORE)
-        .store(AGGREGATES_STORE)
-        .store(ALERTS_STORE)
         .global_table(topics.name(topics::CONTROL))
 }

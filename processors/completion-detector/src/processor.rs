@@ -34,6 +34,13 @@ pub const BUCKETS_STORE: &str = "buckets";
 pub const AGGREGATES_STORE: &str = "aggregates";
 /// Store of alert states, per tenant.
 pub const ALERTS_STORE: &str = "alerts";
+/// Every store the detector declares (`Processor::stores`).
+pub const STORES: &[&str] = &[
+    CONTACTS_STORE,
+    BUCKETS_STORE,
+    AGGREGATES_STORE,
+    ALERTS_STORE,
+];
 
 /// Timer of a contact's next due item (key: the contact), on either clock.
 pub(crate) const CONTACT_TIMER: &str = "w";
@@ -238,6 +245,10 @@ fn contact_key<'a>(record: &'a Record, contact_id: &'a str) -> &'a [u8] {
 }
 
 impl Processor for Detector {
+    fn stores(&self) -> &'static [&'static str] {
+        STORES
+    }
+
     fn process(&mut self, ctx: &mut Context<'_>, record: &Record) -> Result<(), ProcessError> {
         self.activity.insert(ctx.partition(), ctx.wall_clock_ms());
         if record.topic == self.names.launches {

@@ -98,20 +98,14 @@ fn a_late_completion_resolves_the_case_and_closes_its_exception() {
     assert_eq!(missing_launches(&d), [1]);
     complete(&mut d, "c", 1, Some(1), "completed", DEADLINE + 3_000);
 
-    let resolved: Vec<CompletionResolved> = outputs(&d, topics::COMPLETION_RESOLVED)
-        .iter()
-        .map(|p| CompletionResolved::decode(p.value.as_deref().unwrap()).unwrap())
-        .collect();
+    let resolved: Vec<CompletionResolved> = d.outputs(&name(topics::COMPLETION_RESOLVED));
     assert_eq!(resolved.len(), 1);
     let r = &resolved[0];
     assert_eq!(r.resolution, Resolution::LateCompletion);
     assert_eq!(r.missing_event_id, missing(&d)[0].event_id);
     assert_eq!(r.late_by_ms, Some(3_000));
 
-    let exceptions: Vec<ExceptionEvent> = outputs(&d, topics::EXCEPTIONS)
-        .iter()
-        .map(|p| ExceptionEvent::decode(p.value.as_deref().unwrap()).unwrap())
-        .collect();
+    let exceptions: Vec<ExceptionEvent> = d.outputs(&name(topics::EXCEPTIONS));
     let statuses: Vec<_> = exceptions.iter().map(|e| e.status).collect();
     assert_eq!(statuses, [ExceptionStatus::Open, ExceptionStatus::Resolved]);
     assert_eq!(exceptions[0].exception_id, exceptions[1].exception_id);
@@ -133,7 +127,7 @@ fn recovery_replays_close_the_case_without_a_second_resolution() {
     // The original callback, finally arriving, is a duplicate now.
     complete(&mut d, "c", 1, Some(1), "completed", DEADLINE + 200);
     assert_eq!(missing_launches(&d), [1]);
-    assert!(outputs(&d, topics::COMPLETION_RESOLVED).is_empty());
+    assert!(d.records(&name(topics::COMPLETION_RESOLVED)).is_empty());
 }
 
 #[test]
@@ -241,7 +235,7 @@ fn a_backlog_after_downtime_reports_only_what_is_really_missing() {
 
 fn feed_partials(d: &mut callstream_runtime::TestDriver<callstream_completion_detector::Detector>) {
     let topic = name(callstream_completion_detector::DELIVERY_PARTIALS);
-    for p in d.take_outputs(&topic) {
+    for p in d.take_records(&topic) {
         let input = Input::new(&topic, p.key.unwrap(), p.value.unwrap()).at(p.timestamp_ms);
         d.pipe(input);
     }
@@ -250,10 +244,7 @@ fn feed_partials(d: &mut callstream_runtime::TestDriver<callstream_completion_de
 fn alerts(
     d: &callstream_runtime::TestDriver<callstream_completion_detector::Detector>,
 ) -> Vec<Alert> {
-    outputs(d, topics::ALERTS)
-        .iter()
-        .map(|p| Alert::decode(p.value.as_deref().unwrap()).unwrap())
-        .collect()
+    d.outputs(&name(topics::ALERTS))
 }
 
 #[test]

@@ -17,6 +17,9 @@ pub const APP_ID: &str = "contact";
 /// The state store holding one record per contact.
 pub const CONTACTS_STORE: &str = "contacts";
 
+/// Every store the processor declares (`Processor::stores`).
+pub const STORES: &[&str] = &[CONTACTS_STORE];
+
 /// Physical names of the topics the processor reads and writes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ContactTopics {
@@ -86,11 +89,11 @@ impl ContactConfig {
 }
 
 /// The processor's shape: inputs `call-events` and `contact-commands`
-/// (co-partitioned by contact), the `contacts` store and the `control` table.
+/// (co-partitioned by contact) and the `control` table (the processor
+/// declares its `contacts` store itself).
 pub fn spec(topics: &Topics, app_id: &str) -> ProcessorSpec {
     ProcessorSpec::new(app_id, topics.name(DEAD_LETTERS))
         .input(topics.name(CALL_EVENTS))
         .input(topics.name(CONTACT_COMMANDS))
-        .store(CONTACTS_STORE)
         .global_table(topics.name(CONTROL))
 }

@@ -34,7 +34,7 @@ pub mod telemetry;
 use callstream_platform::Topics;
 use callstream_runtime::{Processor, ProcessorSpec};
 
-pub use config::{ContactConfig, ContactTopics, APP_ID, CONTACTS_STORE};
+pub use config::{ContactConfig, ContactTopics, APP_ID, CONTACTS_STORE, STORES};
 pub use control::{ControlRead, ControlSource};
 pub use processor::{ContactProcessor, PAUSE_RECHECK_TIMER};
 pub use telemetry::ContactMetrics;
@@ -52,8 +52,8 @@ pub fn processor_with_metrics(config: ContactConfig, metrics: ContactMetrics) ->
     ContactProcessor::new(config, control, metrics)
 }
 
-/// The processor's inputs, store and global table for `topics`; `app_id`
-/// names its consumer group and changelog (normally [`APP_ID`]).
+/// The processor's inputs and global table for `topics`; `app_id` names its
+/// consumer group and changelog (normally [`APP_ID`]).
 pub fn spec(topics: &Topics, app_id: &str) -> ProcessorSpec {
     config::spec(topics, app_id)
 }

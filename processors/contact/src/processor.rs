@@ -15,7 +15,7 @@ use callstream_schemas::{CallEvent, ContactCommand, Event};
 use chrono::{DateTime, TimeDelta, Utc};
 use uuid::Uuid;
 
-use crate::config::{ContactConfig, CONTACTS_STORE};
+use crate::config::{ContactConfig, CONTACTS_STORE, STORES};
 use crate::control::ControlSource;
 use crate::emit::Outbox;
 use crate::jobs::Step;
@@ -169,6 +169,10 @@ fn check_key(record: &Record, contact_id: &str) -> Result<(), ProcessError> {
 }
 
 impl<C: ControlSource> Processor for ContactProcessor<C> {
+    fn stores(&self) -> &'static [&'static str] {
+        STORES
+    }
+
     fn process(&mut self, ctx: &mut Context<'_>, record: &Record) -> Result<(), ProcessError> {
         let value = record
             .value

@@ -131,7 +131,7 @@ fn driver_outputs(inputs: &[In]) -> HashMap<&'static str, Vec<KeyValue>> {
         .map(|t| {
             let records = h
                 .driver
-                .outputs(t)
+                .records(t)
                 .into_iter()
                 .map(|p| (p.key.clone(), p.value.clone()))
                 .collect();

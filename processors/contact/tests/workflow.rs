@@ -317,7 +317,7 @@ fn everything<P: Processor>(h: &Harness<P>) -> Vec<Record> {
     .iter()
     .flat_map(|t| {
         h.driver
-            .outputs(&h.topics.name(t))
+            .records(&h.topics.name(t))
             .into_iter()
             .map(|p| (p.topic.clone(), p.key.clone(), p.value.clone()))
     })

@@ -74,16 +74,12 @@ pub use telemetry::CrmMetrics;
 /// The application id: consumer group, transactional-id and changelog prefix.
 pub const APP_ID: &str = "crm-dispatcher";
 
-/// The processor's shape: `crm-commands` in, its four stores, `control` as a
-/// global table, dead letters to `dead-letters`.
+/// The processor's shape: `crm-commands` in, `control` as a global table,
+/// dead letters to `dead-letters` (its stores, [`state::STORES`], the
+/// processor declares).
 pub fn spec(topics: &Topics, app_id: &str) -> ProcessorSpec {
     ProcessorSpec::new(app_id, topics.name(topics::DEAD_LETTERS))
         .input(topics.name(topics::CRM_COMMANDS))
-        .store(state::CONTACTS)
-        .store(state::QUEUE)
-        .store(state::LEDGER)
-        .store(state::SUPPRESSED)
-        .store(state::RETRYABLE)
         .global_table(topics.name(topics::CONTROL))
 }
 

@@ -8,6 +8,7 @@ use callstream_schemas::{ContactCommand, CrmCommand, DecodeError, Event};
 
 use crate::control::Switches;
 use crate::machine::{Env, Step, TIMER};
+use crate::state::STORES;
 use crate::wire::{token_of, Outcome};
 
 /// The CRM dispatcher over switches `S` (the control table in production).
@@ -56,6 +57,10 @@ fn decode(bytes: &[u8]) -> Result<Arrival, ProcessError> {
 }
 
 impl<S: Switches> Processor for CrmDispatcher<S> {
+    fn stores(&self) -> &'static [&'static str] {
+        STORES
+    }
+
     fn process(&mut self, ctx: &mut Context<'_>, record: &Record) -> Result<(), ProcessError> {
         let bytes = record
             .value

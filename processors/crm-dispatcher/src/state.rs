@@ -32,6 +32,8 @@ pub const QUEUE: &str = "queue";
 pub const LEDGER: &str = "ledger";
 pub const SUPPRESSED: &str = "suppressed";
 pub const RETRYABLE: &str = "retryable";
+/// Every store the dispatcher declares (`Processor::stores`).
+pub const STORES: &[&str] = &[CONTACTS, QUEUE, LEDGER, SUPPRESSED, RETRYABLE];
 
 /// One contact's dispatch state.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

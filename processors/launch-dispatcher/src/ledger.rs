@@ -11,6 +11,8 @@ use callstream_schemas::LaunchCommand;
 
 /// The store the ledger lives in.
 pub const LAUNCHES_STORE: &str = "launches";
+/// Every store the dispatcher declares (`Processor::stores`).
+pub const STORES: &[&str] = &[LAUNCHES_STORE];
 
 /// What the dispatcher keeps of a launch command.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -62,7 +62,7 @@ pub use config::{
     CallbackConfig, ConfigError, DispatchPolicy, DispatcherConfig, Instructions, TwilioConfig,
 };
 pub use handler::DispatchEffects;
-pub use ledger::LAUNCHES_STORE;
+pub use ledger::{LAUNCHES_STORE, STORES};
 pub use processor::LaunchDispatcher;
 pub use provider::twilio::{ClientError, Twilio};
 pub use provider::VoiceProvider;
@@ -98,11 +98,11 @@ fn processor_named(config: &DispatcherConfig, provider: &'static str) -> LaunchD
     }
 }
 
-/// Inputs, store, global table and dead letters of the dispatcher.
+/// Inputs, global table and dead letters of the dispatcher (its store,
+/// [`STORES`], the processor declares).
 pub fn spec(topics: &Topics, app_id: &str) -> ProcessorSpec {
     ProcessorSpec::new(app_id, topics.name(DEAD_LETTERS))
         .input(topics.name(LAUNCH_COMMANDS))
-        .store(LAUNCHES_STORE)
         .global_table(topics.name(CONTROL))
 }
 

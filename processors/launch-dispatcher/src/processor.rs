@@ -19,7 +19,7 @@ use callstream_kit::control::ControlTable;
 use crate::config::DispatchPolicy;
 use crate::control::shadow_mode;
 use crate::emit::{self, LaunchReport, OutputTopics};
-use crate::ledger::{key_of, Entry, Launch, Outcome, LAUNCHES_STORE};
+use crate::ledger::{key_of, Entry, Launch, Outcome, LAUNCHES_STORE, STORES};
 use crate::machine::{self, Env, Ignored, Notice, Step, Store, TimerChange};
 use crate::telemetry::DispatchMetrics;
 use crate::wire::EffectReply;
@@ -157,6 +157,10 @@ impl LaunchDispatcher {
 }
 
 impl Processor for LaunchDispatcher {
+    fn stores(&self) -> &'static [&'static str] {
+        STORES
+    }
+
     fn process(&mut self, ctx: &mut Context<'_>, record: &Record) -> Result<(), ProcessError> {
         let value = record
             .value

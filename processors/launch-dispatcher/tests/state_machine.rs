@@ -47,7 +47,7 @@ fn an_accepted_create_records_the_call_id_and_emits_accepted_keyed_by_contact() 
     );
     assert_eq!(launch.causation_id, Some(cmd.event_id));
     assert_eq!(launch.requested_at.timestamp_millis(), START);
-    let produced = driver.outputs("call-launches");
+    let produced = driver.records("call-launches");
     assert_eq!(produced[0].key.as_deref(), Some(cmd.contact_id.as_bytes()));
     assert!(exceptions(&driver).is_empty());
     // Final: the reconcile timer is gone, only the ledger's forget timer is left.

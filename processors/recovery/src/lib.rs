@@ -37,7 +37,7 @@ pub use case::{retry_delay_ms, Phase};
 pub use config::{ConfigError, RecoveryConfig, TwilioAccess};
 pub use emit::ACTOR;
 pub use handler::TwilioFetcher;
-pub use processor::{Recovery, CASES_STORE};
+pub use processor::{Recovery, CASES_STORE, STORES};
 
 /// The app id `callstream process recovery` runs under.
 pub const APP_ID: &str = "recovery";
@@ -47,13 +47,13 @@ pub fn processor(config: RecoveryConfig) -> Recovery {
     Recovery::new(config)
 }
 
-/// Recovery's inputs and store, with physical names.
+/// Recovery's inputs, with physical names (its store, [`STORES`], the
+/// processor declares).
 pub fn spec(topics: &Topics, app_id: &str) -> ProcessorSpec {
     ProcessorSpec::new(app_id, topics.name(topics::DEAD_LETTERS))
         .input(topics.name(topics::COMPLETION_MISSING))
         .input(topics.name(topics::COMPLETION_RESOLVED))
         .input(topics.name(topics::CONTACT_COMMANDS))
-        .store(CASES_STORE)
 }
 
 /// The effect handler that looks calls up (set it as `RuntimeConfig::effects`).

@@ -25,6 +25,8 @@ use crate::wire::{FetchRequest, FetchResult};
 
 /// Store of the cases, one entry per contact.
 pub const CASES_STORE: &str = "cases";
+/// Every store recovery declares (`Processor::stores`).
+pub const STORES: &[&str] = &[CASES_STORE];
 /// Wall-clock timer of one case (key: contact, 0, launch id).
 const CASE_TIMER: &str = "case";
 /// Wall-clock timer forgetting closed cases (key: contact).
@@ -239,6 +241,10 @@ impl Recovery {
 }
 
 impl Processor for Recovery {
+    fn stores(&self) -> &'static [&'static str] {
+        STORES
+    }
+
     fn process(&mut self, ctx: &mut Context<'_>, record: &Record) -> Result<(), ProcessError> {
         if record.topic == self.names.missing {
             self.on_missing(ctx, record)

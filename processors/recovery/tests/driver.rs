@@ -28,7 +28,7 @@ fn a_final_call_record_is_replayed_with_the_gateways_event_id() {
         (sid(1).as_str(), TENANT)
     );
 
-    let events: Vec<CallEvent> = decoded(&d, topics::CALL_EVENTS);
+    let events: Vec<CallEvent> = d.outputs(&name(topics::CALL_EVENTS));
     assert_eq!(events.len(), 1);
     let e = &events[0];
     assert_eq!(e.source, CallEventSource::Recovery);
@@ -40,10 +40,10 @@ fn a_final_call_record_is_replayed_with_the_gateways_event_id() {
     assert_eq!(e.event_id, rule);
     assert_eq!(e.provider_event_id, format!("{}:completed:3", sid(1)));
 
-    let resolved: Vec<CompletionResolved> = decoded(&d, topics::COMPLETION_RESOLVED);
+    let resolved: Vec<CompletionResolved> = d.outputs(&name(topics::COMPLETION_RESOLVED));
     assert_eq!(resolved[0].resolution, Resolution::Recovered);
     assert_eq!(resolved[0].completion_event_id, Some(rule));
-    let exceptions: Vec<ExceptionEvent> = decoded(&d, topics::EXCEPTIONS);
+    let exceptions: Vec<ExceptionEvent> = d.outputs(&name(topics::EXCEPTIONS));
     assert_eq!(exceptions.len(), 1);
     assert_eq!(
         exceptions[0].exception_id,
@@ -74,13 +74,15 @@ fn a_call_still_in_progress_is_looked_at_again_a_bounded_number_of_times() {
     answer(&mut d, found("in-progress", None, None));
     d.advance_wall_clock_ms(30_000);
     answer(&mut d, found("in-progress", None, None));
-    let exceptions: Vec<ExceptionEvent> = decoded(&d, topics::EXCEPTIONS);
+    let exceptions: Vec<ExceptionEvent> = d.outputs(&name(topics::EXCEPTIONS));
     assert_eq!(exceptions.len(), 1);
     assert_eq!(exceptions[0].exception_type, ExceptionType::RecoveryFailed);
     assert_eq!(exceptions[0].status, ExceptionStatus::Open);
     d.advance_wall_clock_ms(3_600_000);
     assert!(d.pending_effects().is_empty(), "given up: no more looks");
-    assert!(decoded::<CallEvent>(&d, topics::CALL_EVENTS).is_empty());
+    assert!(d
+        .outputs::<CallEvent>(&name(topics::CALL_EVENTS))
+        .is_empty());
 }
 
 #[test]
@@ -88,12 +90,12 @@ fn a_call_the_platform_lost_advances_the_contact_as_no_answer() {
     let mut d = driver();
     missing(&mut d, 1);
     answer(&mut d, FetchResult::NotFound);
-    let events: Vec<CallEvent> = decoded(&d, topics::CALL_EVENTS);
+    let events: Vec<CallEvent> = d.outputs(&name(topics::CALL_EVENTS));
     assert_eq!(events[0].outcome, CallOutcome::NoAnswer);
     // The contact processor re-normalises raw statuses: it must read no-answer too.
     assert_eq!(events[0].provider_status, "no-answer");
     assert_eq!(events[0].source, CallEventSource::Recovery);
-    let resolved: Vec<CompletionResolved> = decoded(&d, topics::COMPLETION_RESOLVED);
+    let resolved: Vec<CompletionResolved> = d.outputs(&name(topics::COMPLETION_RESOLVED));
     assert_eq!(resolved[0].resolution, Resolution::AdvancedNoAnswer);
     assert_eq!(audits(&d)[0].0, "recovery.advanced_no_answer");
 }
@@ -118,7 +120,7 @@ fn failed_lookups_retry_with_growing_jittered_delays_then_raise_an_exception() {
         "{waits:?}"
     );
     answer(&mut d, retriable());
-    let exceptions: Vec<ExceptionEvent> = decoded(&d, topics::EXCEPTIONS);
+    let exceptions: Vec<ExceptionEvent> = d.outputs(&name(topics::EXCEPTIONS));
     assert_eq!(exceptions.len(), 1);
     assert_eq!(exceptions[0].exception_type, ExceptionType::RecoveryFailed);
     assert_eq!(
@@ -148,9 +150,11 @@ fn a_lost_lookup_result_is_asked_for_again_and_a_stale_one_ignored() {
         lost[0].clone(),
         found("completed", None, Some("3")).encode(),
     );
-    assert!(decoded::<CallEvent>(&d, topics::CALL_EVENTS).is_empty());
+    assert!(d
+        .outputs::<CallEvent>(&name(topics::CALL_EVENTS))
+        .is_empty());
     answer(&mut d, found("completed", None, Some("3")));
-    assert_eq!(decoded::<CallEvent>(&d, topics::CALL_EVENTS).len(), 1);
+    assert_eq!(d.outputs::<CallEvent>(&name(topics::CALL_EVENTS)).len(), 1);
 }
 
 #[test]
@@ -181,6 +185,8 @@ fn a_late_completion_stops_recovery() {
     ));
     d.advance_wall_clock_ms(3_600_000);
     assert!(d.pending_effects().is_empty());
-    assert!(decoded::<CallEvent>(&d, topics::CALL_EVENTS).is_empty());
+    assert!(d
+        .outputs::<CallEvent>(&name(topics::CALL_EVENTS))
+        .is_empty());
     assert!(audits(&d).is_empty());
 }

@@ -48,7 +48,7 @@ fn ignore(d: &mut TestDriver<Recovery>, id: u128, n: u128, exception: Uuid) -> U
 }
 
 fn audits_of(d: &TestDriver<Recovery>, command: Uuid) -> Vec<(String, AuditResult)> {
-    decoded::<callstream_schemas::AuditEvent>(d, topics::AUDIT)
+    d.outputs::<callstream_schemas::AuditEvent>(&name(topics::AUDIT))
         .into_iter()
         .filter(|a| a.command_id == Some(command))
         .map(|a| (a.action, a.result))
@@ -59,13 +59,13 @@ fn audits_of(d: &TestDriver<Recovery>, command: Uuid) -> Vec<(String, AuditResul
 fn another_exception_naming_a_cases_launch_is_left_to_the_contact_processor() {
     let mut d = driver();
     missing(&mut d, 1);
-    let before = decoded::<ExceptionEvent>(&d, topics::EXCEPTIONS).len();
+    let before = d.outputs::<ExceptionEvent>(&name(topics::EXCEPTIONS)).len();
     // The contact's hold, opened by the same call, carries the launch id too.
     let hold = Uuid::from_u128(0x401d);
     let command = ignore(&mut d, 600, 1, hold);
     assert!(audits_of(&d, command).is_empty());
     assert_eq!(
-        decoded::<ExceptionEvent>(&d, topics::EXCEPTIONS).len(),
+        d.outputs::<ExceptionEvent>(&name(topics::EXCEPTIONS)).len(),
         before
     );
     // The case is still open: its own exception's ignore is applied, once.
@@ -75,7 +75,8 @@ fn another_exception_naming_a_cases_launch_is_left_to_the_contact_processor() {
         audits_of(&d, own),
         [("recovery.ignored".to_string(), AuditResult::Applied)]
     );
-    let last = decoded::<ExceptionEvent>(&d, topics::EXCEPTIONS)
+    let last = d
+        .outputs::<ExceptionEvent>(&name(topics::EXCEPTIONS))
         .pop()
         .unwrap();
     assert_eq!(last.status, ExceptionStatus::Ignored);

@@ -32,9 +32,9 @@ fn operator_commands_recover_advance_and_ignore_with_the_operator_as_actor() {
         &mut d,
         found("completed", Some("machine_end_beep"), Some("3")),
     );
-    let events: Vec<CallEvent> = decoded(&d, topics::CALL_EVENTS);
+    let events: Vec<CallEvent> = d.outputs(&name(topics::CALL_EVENTS));
     assert_eq!(events[0].outcome, CallOutcome::Voicemail);
-    let audit: Vec<AuditEvent> = decoded(&d, topics::AUDIT);
+    let audit: Vec<AuditEvent> = d.outputs(&name(topics::AUDIT));
     assert_eq!(audit.last().unwrap().action, "recovery.recovered");
     assert_eq!(
         audit.last().unwrap().actor,
@@ -42,7 +42,8 @@ fn operator_commands_recover_advance_and_ignore_with_the_operator_as_actor() {
     );
     assert_eq!(audit.last().unwrap().command_id, Some(Uuid::from_u128(500)));
     // Both exceptions close: the detector's and recovery's own.
-    let closed: Vec<_> = decoded::<ExceptionEvent>(&d, topics::EXCEPTIONS)
+    let closed: Vec<_> = d
+        .outputs::<ExceptionEvent>(&name(topics::EXCEPTIONS))
         .into_iter()
         .filter(|e| e.status == ExceptionStatus::Resolved)
         .map(|e| e.exception_type)
@@ -60,7 +61,7 @@ fn operator_commands_recover_advance_and_ignore_with_the_operator_as_actor() {
     missing(&mut d, 2);
     command(&mut d, 501, ContactCommandKind::AdvanceVoicemail, Some(2));
     command(&mut d, 501, ContactCommandKind::AdvanceVoicemail, Some(2));
-    let events: Vec<CallEvent> = decoded(&d, topics::CALL_EVENTS);
+    let events: Vec<CallEvent> = d.outputs(&name(topics::CALL_EVENTS));
     assert_eq!(events.len(), 1);
     assert_eq!(
         (events[0].outcome, events[0].provider_status.as_str()),
@@ -68,19 +69,21 @@ fn operator_commands_recover_advance_and_ignore_with_the_operator_as_actor() {
     );
     assert_eq!(events[0].answered_by.as_deref(), Some("machine_start"));
     assert_eq!(
-        decoded::<CompletionResolved>(&d, topics::COMPLETION_RESOLVED)[0].resolution,
+        d.outputs::<CompletionResolved>(&name(topics::COMPLETION_RESOLVED))[0].resolution,
         Resolution::AdvancedVoicemail
     );
     // The lookup asked for before the command comes back: nothing more happens.
     answer(&mut d, found("completed", None, Some("3")));
-    assert_eq!(decoded::<CallEvent>(&d, topics::CALL_EVENTS).len(), 1);
+    assert_eq!(d.outputs::<CallEvent>(&name(topics::CALL_EVENTS)).len(), 1);
 
     // Ignore: the case closes without a call event; then a command finds nothing.
     let mut d = driver();
     missing(&mut d, 3);
     command(&mut d, 502, ContactCommandKind::Ignore, Some(3));
-    assert!(decoded::<CallEvent>(&d, topics::CALL_EVENTS).is_empty());
-    let exceptions: Vec<ExceptionEvent> = decoded(&d, topics::EXCEPTIONS);
+    assert!(d
+        .outputs::<CallEvent>(&name(topics::CALL_EVENTS))
+        .is_empty());
+    let exceptions: Vec<ExceptionEvent> = d.outputs(&name(topics::EXCEPTIONS));
     assert_eq!(exceptions[0].status, ExceptionStatus::Ignored);
     command(&mut d, 503, ContactCommandKind::AdvanceNoAnswer, Some(3));
     assert_eq!(

@@ -26,7 +26,7 @@ use callstream_platform::{topics, Topics};
 use callstream_runtime::ProcessorSpec;
 
 pub use config::SchedulerConfig;
-pub use processor::Scheduler;
+pub use processor::{Scheduler, STORES};
 
 /// The default application id (consumer group, changelog prefix).
 pub const APP_ID: &str = "scheduler";
@@ -36,11 +36,10 @@ pub fn processor(config: SchedulerConfig) -> Scheduler {
     Scheduler::new(config)
 }
 
-/// Inputs, stores and global table of the scheduler on `topics`.
+/// Inputs and global table of the scheduler on `topics` (its stores, [`STORES`],
+/// the processor declares).
 pub fn spec(topics: &Topics, app_id: &str) -> ProcessorSpec {
     ProcessorSpec::new(app_id, topics.name(topics::DEAD_LETTERS))
         .input(topics.name(topics::SCHEDULE_REQUESTS))
-        .store(grid_store::GRID_STORE)
-        .store(jobs::JOBS_STORE)
         .global_table(topics.name(topics::CONTROL))
 }

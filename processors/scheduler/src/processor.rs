@@ -25,10 +25,14 @@ use chrono::{DateTime, TimeDelta, Utc};
 
 use crate::config::SchedulerConfig;
 use crate::emit::{self, Decision};
-use crate::grid_store::GridCache;
+use crate::grid_store::{GridCache, GRID_STORE};
 use crate::jobs::{self, Job, JobState};
 use crate::placement::{self, lead_window, place_job, Outcome, Timing};
 use callstream_domain::ids::scheduler as ids;
+
+/// Every store the scheduler declares (`Processor::stores`): the slot grid
+/// and the jobs.
+pub const STORES: &[&str] = &[GRID_STORE, jobs::JOBS_STORE];
 
 /// Timer names.
 pub const LAUNCH_TIMER: &str = "launch";
@@ -299,6 +303,10 @@ fn millis(ms: i64) -> Result<DateTime<Utc>, ProcessError> {
 }
 
 impl Processor for Scheduler {
+    fn stores(&self) -> &'static [&'static str] {
+        STORES
+    }
+
     fn process(&mut self, ctx: &mut Context<'_>, record: &Record) -> Result<(), ProcessError> {
         let Some(value) = record.value.as_deref() else {
             return Err(ProcessError::Invalid(

@@ -37,7 +37,7 @@ fn a_request_in_its_window_gets_the_first_slot_at_or_after_its_earliest_time() {
     assert_eq!(e.causation_id, Some(request.event_id));
     assert_eq!(e.correlation_id, request.correlation_id);
     // Keyed by tenant; the event id is in the headers for causation downstream.
-    let out = d.outputs("schedule-events");
+    let out = d.records("schedule-events");
     assert_eq!(out[0].key.as_deref(), Some(&b"acme"[..]));
     assert_eq!(
         out[0].headers.get_str(header::EVENT_ID),
@@ -84,12 +84,12 @@ fn no_free_slot_within_the_horizon_is_refused_with_an_exception() {
     assert_eq!(allocated.len() + refused.len(), 10);
     assert_eq!(refused[0].reason, "no_free_slot");
     assert_eq!(refused[0].slot, None);
-    let exceptions: Vec<ExceptionEvent> = decoded(d.outputs("exceptions"));
+    let exceptions: Vec<ExceptionEvent> = d.outputs("exceptions");
     assert_eq!(exceptions.len(), refused.len());
     assert_eq!(exceptions[0].exception_type, ExceptionType::NoSlot);
     assert_eq!(exceptions[0].job_id, Some(refused[0].job_id));
     assert_eq!(
-        d.outputs("exceptions")[0].key.as_deref(),
+        d.records("exceptions")[0].key.as_deref(),
         Some(refused[0].contact_id.as_bytes())
     );
     // Slots are distinct: never two jobs in one slot of capacity one.
@@ -134,9 +134,9 @@ fn launch_due_goes_out_at_the_slot_time_by_the_wall_clock() {
     let allocated = &of_kind(&d, ScheduleEventKind::Allocated)[0];
     let due_in = slot_ms(allocated) - start();
     d.advance_wall_clock_ms(due_in - 1);
-    assert!(d.outputs("contact-commands").is_empty());
+    assert!(d.records("contact-commands").is_empty());
     d.advance_wall_clock_ms(1);
-    let commands: Vec<ContactCommand> = decoded(d.outputs("contact-commands"));
+    let commands: Vec<ContactCommand> = d.outputs("contact-commands");
     assert_eq!(commands.len(), 1);
     let c = &commands[0];
     assert_eq!(c.kind, ContactCommandKind::LaunchDue);
@@ -147,7 +147,7 @@ fn launch_due_goes_out_at_the_slot_time_by_the_wall_clock() {
     assert_eq!(c.origin, Some(allocated.origin));
     assert_eq!(c.causation_id, Some(allocated.event_id));
     assert_eq!(
-        d.outputs("contact-commands")[0].key.as_deref(),
+        d.records("contact-commands")[0].key.as_deref(),
         Some(&b"lead-7"[..])
     );
     let due = of_kind(&d, ScheduleEventKind::LaunchDue);
@@ -156,7 +156,7 @@ fn launch_due_goes_out_at_the_slot_time_by_the_wall_clock() {
     // Only the forget timer of the launched job is left; a late duplicate changes nothing.
     send(&mut d, &plan("acme", 7, "lead-7", earliest));
     d.advance_wall_clock_ms(3_600_000);
-    assert_eq!(d.outputs("contact-commands").len(), 1);
+    assert_eq!(d.records("contact-commands").len(), 1);
     assert_eq!(schedule_events(&d).len(), 2);
 }
 

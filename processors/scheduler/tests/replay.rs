@@ -43,7 +43,7 @@ fn scenario(restart_every: Option<usize>) -> Vec<(String, Vec<u8>)> {
     ["schedule-events", "contact-commands", "exceptions"]
         .iter()
         .flat_map(|topic| {
-            d.outputs(topic)
+            d.records(topic)
                 .into_iter()
                 .map(|p| (topic.to_string(), p.value.clone().unwrap_or_default()))
                 .collect::<Vec<_>>()

@@ -9,29 +9,26 @@
 //! state, as if the first attempt never happened.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
 use rdkafka::error::KafkaError;
-use rdkafka::message::{Header, OwnedHeaders};
-use rdkafka::producer::{BaseRecord, Producer, ThreadedProducer};
+use rdkafka::producer::{Producer, ThreadedProducer};
 use rdkafka::{Offset, TopicPartitionList};
 use tracing::{debug, error, info, warn};
 
-use crate::api::{Headers, Output, Processor, Record};
+use super::config::{Guarantee, RuntimeConfig};
+use crate::api::{EffectRequest, EffectResult, Processor, Record};
 use crate::commit::OffsetTracker;
-use crate::dead_letter::{dead_letter, Cause};
-use crate::effects::{EffectRequest, EffectResult};
+use crate::dead_letter::Cause;
 use crate::error::RuntimeError;
 use crate::globals::Globals;
-use crate::kafka::{Guarantee, RuntimeConfig};
-use crate::metrics::HandlerLabels;
 use crate::spec::ProcessorSpec;
-use crate::task::{StepResult, Task};
+use crate::task::Task;
 
+mod output;
 mod txn;
-
-use self::txn::produce;
 
 /// Most timers fired in one loop turn, so records keep flowing.
 const MAX_TIMERS_PER_TURN: usize = 10_000;
@@ -39,11 +36,16 @@ const MAX_TIMERS_PER_TURN: usize = 10_000;
 pub(crate) struct Core {
     producer: ThreadedProducer<rdkafka::producer::DefaultProducerContext>,
     spec: ProcessorSpec,
+    /// The processor's declared stores (checked at start), in store-index order.
+    stores: &'static [&'static str],
     config: RuntimeConfig,
     /// Changelog topic per store index (the timer store last).
     changelog_topics: Vec<String>,
     tasks: BTreeMap<i32, Task>,
     pending_restore: BTreeSet<i32>,
+    /// Partitions revoked since the event loop last looked, whose tasks had
+    /// been installed: the loop tells the processor (`on_revoke`).
+    revoked: Vec<i32>,
     /// First offset seen (and not handled) per input partition while its
     /// task was being restored; the consumer seeks back there.
     skipped: HashMap<(String, i32), i64>,
@@ -66,20 +68,19 @@ impl Core {
     pub fn new(
         producer: ThreadedProducer<rdkafka::producer::DefaultProducerContext>,
         spec: ProcessorSpec,
+        stores: &'static [&'static str],
         config: RuntimeConfig,
     ) -> Self {
-        let changelog_topics = spec
-            .all_store_names()
-            .iter()
-            .map(|s| spec.changelog_topic(s))
-            .collect();
+        let changelog_topics = spec.changelog_topics(stores);
         Self {
             producer,
             spec,
+            stores,
             config,
             changelog_topics,
             tasks: BTreeMap::new(),
             pending_restore: BTreeSet::new(),
+            revoked: Vec::new(),
             skipped: HashMap::new(),
             offsets: OffsetTracker::default(),
             txn_started: None,
@@ -180,13 +181,20 @@ impl Core {
             }
         }
         for partition in &partitions {
-            self.tasks.remove(partition);
+            if self.tasks.remove(partition).is_some() {
+                self.revoked.push(*partition);
+            }
             self.pending_restore.remove(partition);
         }
         self.skipped.retain(|(_, p), _| !partitions.contains(p));
         self.offsets.forget_partitions(&partitions);
         info!(app = %self.spec.app_id, ?partitions, "partitions revoked");
         self.update_timer_gauge();
+    }
+
+    /// Partitions revoked (after their tasks were installed) since the last call.
+    pub fn take_revoked(&mut self) -> Vec<i32> {
+        std::mem::take(&mut self.revoked)
     }
 
     /// How long the loop may wait for records before it must commit or fire a timer.
@@ -255,8 +263,7 @@ impl Core {
         let Some(task) = self.tasks.get_mut(&partition) else {
             return;
         };
-        // Fields borrowed apart: no copy of the store names per record.
-        let result = task.process(processor, &self.globals, &self.spec.stores, record, now_ms);
+        let result = task.process(processor, &self.globals, self.stores, record, now_ms);
         self.config.metrics.records_in.inc();
         self.offsets
             .handled(&record.topic, partition, record.offset);
@@ -283,7 +290,7 @@ impl Core {
                 let Some(task) = self.tasks.get_mut(&partition) else {
                     break;
                 };
-                let result = task.fire(processor, &self.globals, &self.spec.stores, &timer, now_ms);
+                let result = task.fire(processor, &self.globals, self.stores, &timer, now_ms);
                 fired += 1;
                 let cause = Cause::Timer {
                     timer: &timer,
@@ -318,8 +325,7 @@ impl Core {
         let Some(task) = self.tasks.get_mut(&result.request.partition) else {
             return;
         };
-        let step =
-            task.complete_effect(processor, &self.globals, &self.spec.stores, &result, now_ms);
+        let step = task.complete_effect(processor, &self.globals, self.stores, &result, now_ms);
         let cause = Cause::Effect {
             result: &result,
             now_ms,
@@ -336,71 +342,6 @@ impl Core {
         let open: usize = self.tasks.values().map(Task::open_timers).sum();
         self.config.metrics.open_timers.set(open as i64);
     }
-
-    /// Sends what one step produced into the open transaction. A step that
-    /// failed (a record, timer or effect result the processor refused) sends
-    /// its dead letter instead, in the same transaction: it commits exactly
-    /// when the offset or timer removal that goes with it does.
-    fn emit(&mut self, result: StepResult, cause: &Cause<'_>) {
-        if result.commit_requested {
-            self.commit_requested = true;
-        }
-        if let Some(error) = &result.error {
-            let source = cause.source();
-            warn!(app = %self.spec.app_id, handler = cause.handler(), %source, %error,
-                "processor failed; dead-lettered");
-            let letter = dead_letter(
-                &self.spec.app_id,
-                &self.spec.dead_letter_topic,
-                cause,
-                &error.to_string(),
-            );
-            self.send(&letter);
-            self.config.metrics.dead_letters.inc();
-            self.config
-                .metrics
-                .handler_failures
-                .get_or_create(&HandlerLabels {
-                    handler: cause.handler(),
-                })
-                .inc();
-        }
-        for output in &result.outputs {
-            self.send(output);
-        }
-        self.pending_effects.extend(result.effects);
-        self.config
-            .metrics
-            .records_out
-            .inc_by(result.outputs.len() as u64);
-    }
-
-    fn send(&mut self, output: &Output) {
-        let mut record: BaseRecord<'_, [u8], [u8]> = BaseRecord::to(&output.topic);
-        // An empty header list still costs librdkafka an allocation a record.
-        if !output.headers.is_empty() {
-            record = record.headers(kafka_headers(&output.headers));
-        }
-        if let Some(key) = &output.key {
-            record = record.key(key.as_slice());
-        }
-        if let Some(value) = &output.value {
-            record = record.payload(value.as_slice());
-        }
-        if let Some(partition) = output.partition {
-            record = record.partition(partition);
-        }
-        if let Some(timestamp) = output.timestamp_ms {
-            record = record.timestamp(timestamp);
-        }
-        self.send_record(record);
-    }
-
-    fn send_record(&mut self, record: BaseRecord<'_, [u8], [u8]>) {
-        if !produce(&self.producer, record, &self.spec.app_id) {
-            self.txn_failed = true;
-        }
-    }
 }
 
 fn partitions_of(list: &TopicPartitionList) -> Vec<i32> {
@@ -408,13 +349,9 @@ fn partitions_of(list: &TopicPartitionList) -> Vec<i32> {
     set.into_iter().collect()
 }
 
-fn kafka_headers(headers: &Headers) -> OwnedHeaders {
-    headers
-        .iter()
-        .fold(OwnedHeaders::new(), |acc, (key, value)| {
-            acc.insert(Header {
-                key,
-                value: Some(value),
-            })
-        })
+/// Locks the core. A panic while the lock was held poisoned it; the state
+/// inside is still the best we have and the transaction will be aborted by
+/// the broker.
+pub(crate) fn lock(core: &Mutex<Core>) -> MutexGuard<'_, Core> {
+    core.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }

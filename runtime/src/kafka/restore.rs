@@ -12,9 +12,9 @@ use rdkafka::message::{BorrowedMessage, Message};
 use rdkafka::{Offset, TopicPartitionList};
 use tracing::info;
 
+use super::config::RuntimeConfig;
 use crate::error::RuntimeError;
 use crate::globals::Globals;
-use crate::kafka::RuntimeConfig;
 use crate::spec::ProcessorSpec;
 use crate::store::FastMap;
 use crate::task::Task;
@@ -188,16 +188,17 @@ pub(crate) struct Restorer {
 }
 
 impl Restorer {
-    pub fn new(spec: &ProcessorSpec, config: &RuntimeConfig) -> Result<Self, KafkaError> {
+    /// A restorer of the changelogs of `stores` (the processor's declared stores).
+    pub fn new(
+        spec: &ProcessorSpec,
+        stores: &[&str],
+        config: &RuntimeConfig,
+    ) -> Result<Self, KafkaError> {
         Ok(Self {
             consumer: restore_consumer(config, &format!("{}-restore", spec.app_id))?,
             app_id: spec.app_id.clone(),
-            topics: spec
-                .all_store_names()
-                .iter()
-                .map(|s| spec.changelog_topic(s))
-                .collect(),
-            user_stores: spec.stores.len(),
+            topics: spec.changelog_topics(stores),
+            user_stores: stores.len(),
             metrics: config.metrics.clone(),
         })
     }

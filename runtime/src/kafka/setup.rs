@@ -7,8 +7,8 @@ use std::collections::HashMap;
 use callstream_platform::admin::{self, AdminError};
 use callstream_platform::topics::{TopicKind, Topics};
 
+use super::config::RuntimeConfig;
 use crate::error::RuntimeError;
-use crate::kafka::RuntimeConfig;
 use crate::spec::ProcessorSpec;
 
 /// What start-up found.
@@ -19,9 +19,10 @@ pub(crate) struct Prepared {
     pub counts: HashMap<String, i32>,
 }
 
-/// Checks and creates topics.
+/// Checks and creates topics; `stores` are the processor's declared stores.
 pub(crate) fn prepare_topics(
     spec: &ProcessorSpec,
+    stores: &[&str],
     config: &RuntimeConfig,
 ) -> Result<Prepared, RuntimeError> {
     let refuse = |reason: String| RuntimeError::Setup {
@@ -68,9 +69,9 @@ pub(crate) fn prepare_topics(
         min_insync_replicas: config.changelog_min_insync_replicas,
     };
     let mut specs: Vec<_> = spec
-        .all_store_names()
+        .changelog_topics(stores)
         .iter()
-        .map(|store| topics.spec(&spec.changelog_topic(store), TopicKind::Table))
+        .map(|changelog| topics.spec(changelog, TopicKind::Table))
         .collect();
     specs.push(topics.spec(&spec.dead_letter_topic, TopicKind::DeadLetters));
     let runtime = tokio::runtime::Builder::new_current_thread()

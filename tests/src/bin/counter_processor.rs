@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use callstream_platform::KafkaSettings;
-use callstream_runtime::testkit::{CountingProcessor, COUNTS_STORE};
+use callstream_runtime::testkit::CountingProcessor;
 use callstream_runtime::{ProcessorSpec, RuntimeConfig};
 
 fn main() -> Result<()> {
@@ -18,9 +18,7 @@ fn main() -> Result<()> {
     let [app, instance, input, output, dead_letters] = args.as_slice() else {
         bail!("usage: counter_processor <app> <instance> <input> <output> <dead-letters>");
     };
-    let spec = ProcessorSpec::new(app, dead_letters)
-        .input(input)
-        .store(COUNTS_STORE);
+    let spec = ProcessorSpec::new(app, dead_letters).input(input);
     let mut config = RuntimeConfig::new(
         KafkaSettings::from_env(format!("{app}-{instance}")),
         app,

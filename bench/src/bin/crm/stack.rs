@@ -90,11 +90,7 @@ impl Names {
         .iter()
         .map(|t| self.topics.name(t))
         .collect();
-        all.extend(
-            spec.all_store_names()
-                .iter()
-                .map(|s| spec.changelog_topic(s)),
-        );
+        all.extend(spec.changelog_topics(crm::state::STORES));
         all
     }
 }

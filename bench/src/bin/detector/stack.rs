@@ -88,11 +88,7 @@ impl Names {
     pub fn topic_names(&self) -> Vec<String> {
         let spec = self.spec();
         let mut names: Vec<String> = TOPICS.iter().map(|t| self.name(t)).collect();
-        names.extend(
-            spec.all_store_names()
-                .iter()
-                .map(|s| spec.changelog_topic(s)),
-        );
+        names.extend(spec.changelog_topics(callstream_completion_detector::STORES));
         names
     }
 
@@ -108,9 +104,10 @@ impl Names {
             .collect();
         if changelogs {
             let spec = self.spec();
-            specs.extend(spec.all_store_names().iter().map(|store| {
-                let mut table = self.topics.spec(store, topics::TopicKind::Table);
-                table.name = spec.changelog_topic(store);
+            let changelogs = spec.changelog_topics(callstream_completion_detector::STORES);
+            specs.extend(changelogs.into_iter().map(|changelog| {
+                let mut table = self.topics.spec(&changelog, topics::TopicKind::Table);
+                table.name = changelog;
                 table
             }));
         }

@@ -28,9 +28,7 @@ impl Names {
     }
 
     pub fn spec(&self) -> ProcessorSpec {
-        ProcessorSpec::new(&self.app, format!("{}-dlq", self.app))
-            .input(&self.input)
-            .store(COUNTS_STORE)
+        ProcessorSpec::new(&self.app, format!("{}-dlq", self.app)).input(&self.input)
     }
 
     /// The changelog of the counts store, whose keys are the distinct input keys.
@@ -47,11 +45,7 @@ impl Names {
             self.output.clone(),
             spec.dead_letter_topic.clone(),
         ];
-        topics.extend(
-            spec.all_store_names()
-                .iter()
-                .map(|s| spec.changelog_topic(s)),
-        );
+        topics.extend(spec.changelog_topics(&[COUNTS_STORE]));
         topics
     }
 }

@@ -92,11 +92,7 @@ impl Names {
     pub fn topic_names(&self) -> Vec<String> {
         let spec = spec(&self.topics, &self.app);
         let mut names: Vec<String> = TOPICS.iter().map(|t| self.name(t)).collect();
-        names.extend(
-            spec.all_store_names()
-                .iter()
-                .map(|s| spec.changelog_topic(s)),
-        );
+        names.extend(spec.changelog_topics(callstream_scheduler::STORES));
         names
     }
 

@@ -7,7 +7,7 @@
 use callstream_completion_detector::testkit::{accepted_launch, live_event};
 use callstream_completion_detector::{processor, spec, Detector, DetectorConfig, APP_ID};
 use callstream_platform::{topics, Topics};
-use callstream_runtime::{Input, Produced, TestDriver};
+use callstream_runtime::{Input, TestDriver};
 use callstream_schemas::{CallEventSource, CompletionMissing, Event};
 use uuid::Uuid;
 
@@ -87,9 +87,6 @@ pub fn recovered(d: &mut TestDriver<Detector>, contact: &str, n: u128, at: i64) 
 
 pub fn missing(d: &TestDriver<Detector>) -> Vec<CompletionMissing> {
     d.outputs(&name(topics::COMPLETION_MISSING))
-        .iter()
-        .map(|p| CompletionMissing::decode(p.value.as_deref().unwrap()).unwrap())
-        .collect()
 }
 
 pub fn missing_launches(d: &TestDriver<Detector>) -> Vec<u128> {
@@ -118,8 +115,4 @@ pub fn stranger_to(key: &str) -> String {
             callstream_runtime::partitioner::partition_for_key(k.as_bytes(), PARTITIONS) != target
         })
         .unwrap()
-}
-
-pub fn outputs<'a>(d: &'a TestDriver<Detector>, logical: &str) -> Vec<&'a Produced> {
-    d.outputs(&name(logical))
 }

@@ -189,13 +189,6 @@ pub fn control_change(
     }
 }
 
-pub fn decode_all<E: Event>(produced: Vec<&callstream_runtime::Produced>) -> Vec<E> {
-    produced
-        .iter()
-        .map(|p| E::decode(p.value.as_deref().unwrap()).unwrap())
-        .collect()
-}
-
 impl<P: Processor> Harness<P> {
     pub fn command(&mut self, cmd: &ContactCommand, at: DateTime<Utc>) {
         let input = Input::new(
@@ -252,7 +245,7 @@ impl<P: Processor> Harness<P> {
     }
 
     pub fn schedule_requests(&self) -> Vec<ScheduleRequest> {
-        decode_all(self.driver.outputs(&self.topics.name("schedule-requests")))
+        self.driver.outputs(&self.topics.name("schedule-requests"))
     }
 
     pub fn plans(&self) -> Vec<ScheduleRequest> {
@@ -270,23 +263,23 @@ impl<P: Processor> Harness<P> {
     }
 
     pub fn launches(&self) -> Vec<LaunchCommand> {
-        decode_all(self.driver.outputs(&self.topics.name("launch-commands")))
+        self.driver.outputs(&self.topics.name("launch-commands"))
     }
 
     pub fn crm(&self) -> Vec<CrmCommand> {
-        decode_all(self.driver.outputs(&self.topics.name("crm-commands")))
+        self.driver.outputs(&self.topics.name("crm-commands"))
     }
 
     pub fn exceptions(&self) -> Vec<ExceptionEvent> {
-        decode_all(self.driver.outputs(&self.topics.name("exceptions")))
+        self.driver.outputs(&self.topics.name("exceptions"))
     }
 
     pub fn audits(&self) -> Vec<AuditEvent> {
-        decode_all(self.driver.outputs(&self.topics.name("audit")))
+        self.driver.outputs(&self.topics.name("audit"))
     }
 
     pub fn states(&self) -> Vec<ContactState> {
-        decode_all(self.driver.outputs(&self.topics.name("contact-state")))
+        self.driver.outputs(&self.topics.name("contact-state"))
     }
 
     /// The latest published state of `contact`.
@@ -310,7 +303,7 @@ impl<P: Processor> Harness<P> {
             "dead-letters",
         ]
         .iter()
-        .map(|t| self.driver.outputs(&self.topics.name(t)).len())
+        .map(|t| self.driver.records(&self.topics.name(t)).len())
         .sum()
     }
 

@@ -209,11 +209,7 @@ impl Kit {
     }
 
     pub fn results(&self) -> Vec<CrmResult> {
-        self.driver
-            .outputs(&self.config.topics.name("crm-results"))
-            .iter()
-            .map(|p| CrmResult::decode(p.value.as_deref().unwrap()).unwrap())
-            .collect()
+        self.driver.outputs(&self.config.topics.name("crm-results"))
     }
 
     pub fn statuses(&self) -> Vec<(Uuid, CrmResultStatus)> {
@@ -224,19 +220,11 @@ impl Kit {
     }
 
     pub fn exceptions(&self) -> Vec<ExceptionEvent> {
-        self.driver
-            .outputs(&self.config.topics.name("exceptions"))
-            .iter()
-            .map(|p| ExceptionEvent::decode(p.value.as_deref().unwrap()).unwrap())
-            .collect()
+        self.driver.outputs(&self.config.topics.name("exceptions"))
     }
 
     pub fn audits(&self) -> Vec<AuditEvent> {
-        self.driver
-            .outputs(&self.config.topics.name("audit"))
-            .iter()
-            .map(|p| AuditEvent::decode(p.value.as_deref().unwrap()).unwrap())
-            .collect()
+        self.driver.outputs(&self.config.topics.name("audit"))
     }
 
     pub fn advance_s(&mut self, seconds: i64) {

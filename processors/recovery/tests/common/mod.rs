@@ -138,15 +138,8 @@ pub fn answer(d: &mut TestDriver<Recovery>, result: FetchResult) -> EffectReques
     request
 }
 
-pub fn decoded<E: Event>(d: &TestDriver<Recovery>, logical: &str) -> Vec<E> {
-    d.outputs(&name(logical))
-        .iter()
-        .map(|p| E::decode(p.value.as_deref().unwrap()).unwrap())
-        .collect()
-}
-
 pub fn audits(d: &TestDriver<Recovery>) -> Vec<(String, AuditResult, ActorKind)> {
-    decoded::<AuditEvent>(d, topics::AUDIT)
+    d.outputs::<AuditEvent>(&name(topics::AUDIT))
         .into_iter()
         .map(|a| (a.action, a.result, a.actor.kind))
         .collect()

@@ -47,6 +47,10 @@ struct Booker {
 }
 
 impl Processor for Booker {
+    fn stores(&self) -> &'static [&'static str] {
+        &[GRID_STORE]
+    }
+
     fn process(&mut self, ctx: &mut Context<'_>, record: &Record) -> Result<(), ProcessError> {
         let text =
             String::from_utf8_lossy(record.value.as_deref().unwrap_or_default()).into_owned();
@@ -95,9 +99,7 @@ impl callstream_domain::Availability for Always {
 
 #[test]
 fn a_cached_grid_is_rebuilt_when_the_store_moved_on_without_it() {
-    let spec = ProcessorSpec::new("booker", "dlq")
-        .input("in")
-        .store(GRID_STORE);
+    let spec = ProcessorSpec::new("booker", "dlq").input("in");
     let booker = Booker {
         ours: GridCache::default(),
         other: GridCache::default(),
@@ -107,7 +109,7 @@ fn a_cached_grid_is_rebuilt_when_the_store_moved_on_without_it() {
         driver.pipe(Input::new("in", "t", value));
     }
     let slots: Vec<String> = driver
-        .outputs("out")
+        .records("out")
         .iter()
         .map(|p| String::from_utf8_lossy(p.value.as_deref().unwrap()).into_owned())
         .collect();
@@ -118,15 +120,13 @@ fn a_cached_grid_is_rebuilt_when_the_store_moved_on_without_it() {
     driver.processor().ours.clear();
     driver.restart();
     driver.pipe(Input::new("in", "t", "8"));
-    assert_eq!(driver.outputs("out").len(), 8);
-    let last = driver.outputs("out")[7].value.clone().unwrap();
+    assert_eq!(driver.records("out").len(), 8);
+    let last = driver.records("out")[7].value.clone().unwrap();
     assert_eq!(last, b"7");
 }
 
 fn booker_driver() -> TestDriver<Booker> {
-    let spec = ProcessorSpec::new("booker", "dlq")
-        .input("in")
-        .store(GRID_STORE);
+    let spec = ProcessorSpec::new("booker", "dlq").input("in");
     let booker = Booker {
         ours: GridCache::default(),
         other: GridCache::default(),
@@ -136,7 +136,7 @@ fn booker_driver() -> TestDriver<Booker> {
 
 fn slots_out(driver: &TestDriver<Booker>) -> Vec<String> {
     driver
-        .outputs("out")
+        .records("out")
         .iter()
         .map(|p| String::from_utf8_lossy(p.value.as_deref().unwrap()).into_owned())
         .collect()

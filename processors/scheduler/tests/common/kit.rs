@@ -4,7 +4,7 @@
 #![allow(dead_code)] // each test binary uses part of it
 
 use callstream_platform::Topics;
-use callstream_runtime::{header, Input, Produced, TestDriver};
+use callstream_runtime::{header, Input, TestDriver};
 use callstream_scheduler::{processor, spec, Scheduler, SchedulerConfig};
 use callstream_schemas::{Event, ScheduleEvent, ScheduleEventKind, ScheduleRequest};
 use chrono::TimeZone;
@@ -86,15 +86,8 @@ pub fn send(driver: &mut TestDriver<Scheduler>, request: &ScheduleRequest) {
     );
 }
 
-pub fn decoded<E: Event>(produced: Vec<&Produced>) -> Vec<E> {
-    produced
-        .iter()
-        .map(|p| E::decode(p.value.as_deref().unwrap()).unwrap())
-        .collect()
-}
-
 pub fn schedule_events(driver: &TestDriver<Scheduler>) -> Vec<ScheduleEvent> {
-    decoded(driver.outputs("schedule-events"))
+    driver.outputs("schedule-events")
 }
 
 pub fn of_kind(driver: &TestDriver<Scheduler>, kind: ScheduleEventKind) -> Vec<ScheduleEvent> {

@@ -282,7 +282,7 @@ fn the_view_reads_the_runtime_context_and_follows_changes() {
     driver.pipe(Input::new("in", "acme", "x"));
     driver.pipe(Input::new("in", "beta", "x"));
     let values: Vec<_> = driver
-        .outputs("out")
+        .records("out")
         .iter()
         .map(|p| String::from_utf8_lossy(p.value.as_deref().unwrap_or_default()).into_owned())
         .collect();

@@ -1,16 +1,53 @@
 //! The context a processor works through. Everything a processor does to
 //! one record (state writes, timers, outputs) is collected here first and
-//! applied to the task only when `process` returns `Ok`, so a record that
-//! fails leaves no trace but its dead letter.
+//! applied to the task only when the step succeeds, so a step that fails
+//! leaves no trace but its dead letter.
+//!
+//! The context reads its task through `TaskView`, a crate-private trait the
+//! engine's task implements: the seam that keeps this API free of the engine.
+
+use std::sync::OnceLock;
 
 use serde::{de::DeserializeOwned, Serialize};
 
-use crate::api::{Headers, Output, TimeDomain, TimerHandle};
-use crate::effects::EffectRequest;
-use crate::globals::Globals;
-use crate::store::Change;
-use crate::task::Task;
-use crate::timers;
+use super::effect::EffectRequest;
+use super::processor::ProcessError;
+use super::record::Output;
+use super::timer::{TimeDomain, TimerHandle};
+use super::timer_key;
+
+/// One change of a store, as it goes to (or comes from) the changelog.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Change {
+    pub store: usize,
+    pub key: Vec<u8>,
+    /// `None` deletes the key (a tombstone in the changelog).
+    pub value: Option<Vec<u8>>,
+}
+
+/// What a context reads of the task it works on. Implemented by the engine
+/// (for one step of one task); the context never sees more of it.
+pub(crate) trait TaskView {
+    /// The input partition the task owns.
+    fn partition(&self) -> i32;
+    /// The partition's stream time.
+    fn stream_time_ms(&self) -> i64;
+    /// The index of the processor's store `name`, if the processor declares it.
+    fn store_index(&self, name: &str) -> Option<usize>;
+    /// The index of the internal timer store.
+    fn timer_store(&self) -> usize;
+    /// The value of `key` in store `store`, as of the steps applied so far.
+    fn get(&self, store: usize, key: &[u8]) -> Option<&[u8]>;
+    /// The latest value of `key` in the global table `topic`.
+    fn global(&self, topic: &str, key: &[u8]) -> Option<&[u8]>;
+    /// How many records of the global table `topic` arrived so far.
+    fn global_version(&self, topic: &str) -> u64;
+    /// Every entry of the global table `topic`.
+    fn global_entries<'s>(
+        &'s self,
+        topic: &str,
+    ) -> Box<dyn Iterator<Item = (&'s [u8], &'s [u8])> + 's>;
+}
 
 /// What one `process` or `on_timer` call asked for.
 #[derive(Debug, Default)]
@@ -25,34 +62,34 @@ pub(crate) struct Effects {
 
 /// A processor's view of its partition while it handles one record or timer.
 pub struct Context<'a> {
-    task: &'a Task,
-    globals: &'a Globals,
-    store_names: &'a [String],
+    task: &'a dyn TaskView,
     effects: Effects,
     wall_clock_ms: i64,
     timestamp_ms: i64,
+    /// The first undeclared store this step used: the step fails with it.
+    undeclared: OnceLock<String>,
 }
 
 impl<'a> Context<'a> {
-    pub(crate) fn new(
-        task: &'a Task,
-        globals: &'a Globals,
-        store_names: &'a [String],
-        wall_clock_ms: i64,
-        timestamp_ms: i64,
-    ) -> Self {
+    pub(crate) fn new(task: &'a dyn TaskView, wall_clock_ms: i64, timestamp_ms: i64) -> Self {
         Self {
             task,
-            globals,
-            store_names,
             effects: Effects::default(),
             wall_clock_ms,
             timestamp_ms,
+            undeclared: OnceLock::new(),
         }
     }
 
-    pub(crate) fn into_effects(self) -> Effects {
-        self.effects
+    /// Ends the step: what it asked for if the handler returned `Ok`, else
+    /// the error. A use of an undeclared store fails the step whatever the
+    /// handler returned (its own error may be a consequence of the store
+    /// reading as empty).
+    pub(crate) fn finish(self, result: Result<(), ProcessError>) -> Result<Effects, ProcessError> {
+        if let Some(store) = self.undeclared.into_inner() {
+            return Err(ProcessError::UndeclaredStore(store));
+        }
+        result.map(|()| self.effects)
     }
 
     /// The input partition this context works on; its state is this partition's.
@@ -75,18 +112,21 @@ impl<'a> Context<'a> {
         self.timestamp_ms
     }
 
-    fn store_index(&self, store: &str) -> usize {
-        match self.store_names.iter().position(|s| s == store) {
-            Some(index) => index,
-            // A store name is code, not input: an undeclared one is a bug
-            // that the first test on the driver shows.
-            None => panic!("state store {store:?} is not declared in the ProcessorSpec"),
+    /// The index of `store`. An undeclared store is a bug in the processor,
+    /// not in the input: it reads as empty, takes no writes, and fails the
+    /// step (dead-lettered with the store's name) instead of panicking the
+    /// whole instance.
+    fn store_index(&self, store: &str) -> Option<usize> {
+        let index = self.task.store_index(store);
+        if index.is_none() {
+            self.undeclared.get_or_init(|| store.to_string());
         }
+        index
     }
 
     /// The value of `key` in `store`, including this call's own writes.
     pub fn get(&self, store: &str, key: &[u8]) -> Option<&[u8]> {
-        let index = self.store_index(store);
+        let index = self.store_index(store)?;
         if let Some(change) = self
             .effects
             .state
@@ -96,12 +136,14 @@ impl<'a> Context<'a> {
         {
             return change.value.as_deref();
         }
-        self.task.stores().get(index, key)
+        self.task.get(index, key)
     }
 
     /// Writes `key` in `store`.
     pub fn put(&mut self, store: &str, key: impl Into<Vec<u8>>, value: impl Into<Vec<u8>>) {
-        let store = self.store_index(store);
+        let Some(store) = self.store_index(store) else {
+            return;
+        };
         self.effects.state.push(Change {
             store,
             key: key.into(),
@@ -111,7 +153,9 @@ impl<'a> Context<'a> {
 
     /// Deletes `key` from `store`.
     pub fn delete(&mut self, store: &str, key: impl Into<Vec<u8>>) {
-        let store = self.store_index(store);
+        let Some(store) = self.store_index(store) else {
+            return;
+        };
         self.effects.state.push(Change {
             store,
             key: key.into(),
@@ -159,8 +203,8 @@ impl<'a> Context<'a> {
         let key = key.into();
         self.effects.state.push(Change {
             store: self.task.timer_store(),
-            key: timers::encode_key(domain, name, &key),
-            value: Some(timers::encode_entry(due_ms, payload.as_ref())),
+            key: timer_key::encode_key(domain, name, &key),
+            value: Some(timer_key::encode_entry(due_ms, payload.as_ref())),
         });
         TimerHandle {
             domain,
@@ -173,7 +217,7 @@ impl<'a> Context<'a> {
     pub fn cancel_timer(&mut self, handle: &TimerHandle) {
         self.effects.state.push(Change {
             store: self.task.timer_store(),
-            key: timers::encode_handle(handle),
+            key: timer_key::encode_handle(handle),
             value: None,
         });
     }
@@ -188,34 +232,35 @@ impl<'a> Context<'a> {
     /// no allocation for it).
     pub fn timer_due_at(&self, domain: TimeDomain, name: &str, key: &[u8]) -> Option<i64> {
         let store = self.task.timer_store();
-        timers::with_key(domain, name, key, |stored| {
+        timer_key::with_key(domain, name, key, |stored| {
             let written = self
                 .effects
                 .state
                 .iter()
                 .rev()
                 .find(|c| c.store == store && c.key == stored);
-            match written {
-                Some(change) => change.value.as_deref().and_then(timers::entry_due),
-                None => self.task.timer_due(stored),
-            }
+            let entry = match written {
+                Some(change) => change.value.as_deref(),
+                None => self.task.get(store, stored),
+            };
+            entry.and_then(timer_key::entry_due)
         })
     }
 
     /// The latest value of `key` in the global table `topic`.
     pub fn global(&self, topic: &str, key: &[u8]) -> Option<&[u8]> {
-        self.globals.get(topic, key)
+        self.task.global(topic, key)
     }
 
     /// How many records of the global table `topic` arrived so far: while
     /// it is unchanged, what a processor derived from the table still holds.
     pub fn global_version(&self, topic: &str) -> u64 {
-        self.globals.version(topic)
+        self.task.global_version(topic)
     }
 
     /// Every entry of the global table `topic`.
     pub fn global_entries(&self, topic: &str) -> impl Iterator<Item = (&[u8], &[u8])> {
-        self.globals.entries(topic)
+        self.task.global_entries(topic)
     }
 
     /// Asks for an effect, run once this transaction commits; its result
@@ -237,30 +282,5 @@ impl<'a> Context<'a> {
     /// Asks the runtime to commit after this record rather than at the next interval.
     pub fn request_commit(&mut self) {
         self.effects.commit_requested = true;
-    }
-}
-
-/// Fills the headers an output inherits from its cause.
-pub(crate) fn inherit_headers(output: &mut Output, cause: Option<&Headers>, timestamp_ms: i64) {
-    use crate::api::header::{CAUSATION_ID, CORRELATION_ID, EVENT_ID, TRACEPARENT};
-    if output.timestamp_ms.is_none() {
-        output.timestamp_ms = Some(timestamp_ms);
-    }
-    let Some(cause) = cause else { return };
-    let cause_event = cause.get(EVENT_ID);
-    if output.headers.get(CAUSATION_ID).is_none() {
-        if let Some(id) = cause_event {
-            output.headers.insert(CAUSATION_ID, id.to_vec());
-        }
-    }
-    if output.headers.get(CORRELATION_ID).is_none() {
-        if let Some(id) = cause.get(CORRELATION_ID).or(cause_event) {
-            output.headers.insert(CORRELATION_ID, id.to_vec());
-        }
-    }
-    if output.headers.get(TRACEPARENT).is_none() {
-        if let Some(trace) = cause.get(TRACEPARENT) {
-            output.headers.insert(TRACEPARENT, trace.to_vec());
-        }
     }
 }

@@ -1,9 +1,6 @@
-//! The processor API: what domain code sees. No rdkafka type appears here,
-//! so processors run unchanged on Kafka and on the in-memory test driver.
-
-use std::fmt;
-
-use crate::context::Context;
+//! Records in and out: what a processor reads (`Record`), what it emits
+//! (`Output`), their headers, and the header names the runtime itself
+//! reads and writes. Plain data: no Kafka client type appears here.
 
 /// Header names the runtime reads and writes.
 pub mod header {
@@ -164,82 +161,30 @@ impl Output {
     }
 }
 
-/// Which clock a timer follows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum TimeDomain {
-    /// The partition's stream time: the largest record timestamp seen on it.
-    /// Deterministic under replay; does not advance when the partition is quiet.
-    EventTime,
-    /// The wall clock. Fires even when the partition receives nothing.
-    WallClock,
-    /// Whichever passes the due time first: the partition's stream time or
-    /// the wall clock. One timer, and one changelog record, for a deadline
-    /// that would otherwise be set in both domains. `Timer::due_ms` against
-    /// `Context::stream_time_ms` tells which clock fired it.
-    Either,
-}
-
-/// Names a timer: one timer per (name, key) and domain; setting it again moves it.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct TimerHandle {
-    pub domain: TimeDomain,
-    pub name: String,
-    pub key: Vec<u8>,
-}
-
-/// A timer that is due.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Timer {
-    pub handle: TimerHandle,
-    /// When it was due, in ms since the epoch (in its domain).
-    pub due_ms: i64,
-    /// What the processor stored with it.
-    pub payload: Vec<u8>,
-}
-
-/// Why a processor could not handle a record, timer or effect result.
-/// Either way it is dead-lettered with the reason and processing goes on:
-/// nothing is dropped silently, and one bad input does not stop a partition.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ProcessError {
-    /// The bytes are not a value of the expected type.
-    Decode(String),
-    /// The value decoded but the processor cannot act on it.
-    Invalid(String),
-}
-
-impl fmt::Display for ProcessError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ProcessError::Decode(reason) => write!(f, "cannot decode: {reason}"),
-            ProcessError::Invalid(reason) => write!(f, "cannot process: {reason}"),
+/// Fills the headers an output inherits from its cause (the input record;
+/// none for a timer or an effect result) and its default timestamp, so a
+/// chain of events keeps its causation, correlation and trace without each
+/// processor copying them.
+pub(crate) fn inherit_headers(output: &mut Output, cause: Option<&Headers>, timestamp_ms: i64) {
+    use header::{CAUSATION_ID, CORRELATION_ID, EVENT_ID, TRACEPARENT};
+    if output.timestamp_ms.is_none() {
+        output.timestamp_ms = Some(timestamp_ms);
+    }
+    let Some(cause) = cause else { return };
+    let cause_event = cause.get(EVENT_ID);
+    if output.headers.get(CAUSATION_ID).is_none() {
+        if let Some(id) = cause_event {
+            output.headers.insert(CAUSATION_ID, id.to_vec());
         }
     }
-}
-
-impl std::error::Error for ProcessError {}
-
-/// A stream processor: plain code over records, state and timers.
-///
-/// One instance serves every partition assigned to the runtime instance;
-/// keep state in the context's stores (they are per partition, restored from
-/// their changelogs), not in fields. Fields are for configuration.
-pub trait Processor: Send + 'static {
-    /// Handles one record. Everything done through `ctx` (outputs, state,
-    /// timers) commits atomically with the record's offset, or not at all.
-    fn process(&mut self, ctx: &mut Context<'_>, record: &Record) -> Result<(), ProcessError>;
-
-    /// Handles a due timer, with the same atomicity as `process`.
-    fn on_timer(&mut self, _ctx: &mut Context<'_>, _timer: &Timer) -> Result<(), ProcessError> {
-        Ok(())
+    if output.headers.get(CORRELATION_ID).is_none() {
+        if let Some(id) = cause.get(CORRELATION_ID).or(cause_event) {
+            output.headers.insert(CORRELATION_ID, id.to_vec());
+        }
     }
-
-    /// Handles the result of an effect this processor asked for.
-    fn on_effect(
-        &mut self,
-        _ctx: &mut Context<'_>,
-        _result: &crate::effects::EffectResult,
-    ) -> Result<(), ProcessError> {
-        Ok(())
+    if output.headers.get(TRACEPARENT).is_none() {
+        if let Some(trace) = cause.get(TRACEPARENT) {
+            output.headers.insert(TRACEPARENT, trace.to_vec());
+        }
     }
 }

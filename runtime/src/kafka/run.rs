@@ -1,0 +1,173 @@
+//! Starting and stopping the engine: checks the processor's stores and the
+//! topics (refusing to start with the reason), makes the transactional
+//! producer (fencing any predecessor with the same transactional id), the
+//! group consumer, the restorer and the global tables, runs the event loop,
+//! and on the way out commits the open transaction, or aborts it after a
+//! fatal error (a successor may own the partitions by then).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::KafkaError;
+use rdkafka::producer::{Producer, ProducerContext, ThreadedProducer};
+use tracing::{info, warn};
+
+use super::config::{Guarantee, RuntimeConfig};
+use super::core::{lock, Core};
+use super::effects::EffectExecutor;
+use super::event_loop::{event_loop, LoopParts};
+use super::rebalance::EngineContext;
+use super::restore::{GlobalReader, Restorer};
+use super::setup;
+use crate::api::Processor;
+use crate::error::RuntimeError;
+use crate::spec::ProcessorSpec;
+
+/// How long one `init_transactions` call may block, and how long the runtime keeps retrying.
+const INIT_TRANSACTIONS_TIMEOUT: Duration = Duration::from_secs(30);
+const INIT_TRANSACTIONS_GIVE_UP: Duration = Duration::from_secs(300);
+
+/// `init_transactions`, retried while its error is retriable (as librdkafka's
+/// `examples/transactions.c` and Kafka Streams do): on a new cluster the first
+/// producer's call can time out while the broker creates and loads
+/// `__transaction_state`, and a busy broker can be slow to answer. Gives up after
+/// [`INIT_TRANSACTIONS_GIVE_UP`] or when shutdown is asked for.
+fn init_transactions<C: ProducerContext>(
+    producer: &ThreadedProducer<C>,
+    app: &str,
+    shutdown: &AtomicBool,
+) -> Result<(), KafkaError> {
+    let started = Instant::now();
+    loop {
+        match producer.init_transactions(INIT_TRANSACTIONS_TIMEOUT) {
+            Err(KafkaError::Transaction(e))
+                if e.is_retriable()
+                    && started.elapsed() < INIT_TRANSACTIONS_GIVE_UP
+                    && !shutdown.load(Ordering::Relaxed) =>
+            {
+                warn!(%app, error = %e, waited_s = started.elapsed().as_secs(),
+                    "init_transactions retriable; retrying");
+                std::thread::sleep(Duration::from_secs(1));
+            }
+            other => return other,
+        }
+    }
+}
+
+/// Runs `processor` until `config.shutdown` is set or a fatal error occurs.
+/// Blocks the calling thread: call it from a thread of its own (or
+/// `tokio::task::spawn_blocking`).
+pub fn run<P: Processor>(
+    mut processor: P,
+    spec: ProcessorSpec,
+    config: RuntimeConfig,
+) -> Result<(), RuntimeError> {
+    // The processor's stores, checked before anything is created: a store
+    // the code gets wrong is a refusal naming it, not a failure mid-run.
+    let stores = processor.stores();
+    spec.check_stores(stores)
+        .map_err(|source| RuntimeError::Stores {
+            app: spec.app_id.clone(),
+            source,
+        })?;
+    let prepared = setup::prepare_topics(&spec, stores, &config)?;
+    let partitions = prepared.partitions;
+    info!(app = %spec.app_id, partitions, inputs = ?spec.inputs, "starting processor");
+
+    let client_error = |source| RuntimeError::Client {
+        app: spec.app_id.clone(),
+        source,
+    };
+    let transactional_id = format!("{}-{}", spec.app_id, config.instance_id);
+    let producer: ThreadedProducer<_> = match config.guarantee {
+        Guarantee::ExactlyOnce => {
+            let mut producer_config = config
+                .kafka
+                .transactional_producer_config(&transactional_id);
+            producer_config.set(
+                "transaction.timeout.ms",
+                config.transaction_timeout.as_millis().to_string(),
+            );
+            let producer: ThreadedProducer<_> = producer_config.create().map_err(client_error)?;
+            init_transactions(&producer, &spec.app_id, &config.shutdown).map_err(|source| {
+                RuntimeError::Fatal {
+                    app: spec.app_id.clone(),
+                    source,
+                }
+            })?;
+            producer
+        }
+        Guarantee::AtLeastOnce => config
+            .kafka
+            .producer_config()
+            .create()
+            .map_err(client_error)?,
+    };
+
+    let core = Arc::new(Mutex::new(Core::new(
+        producer,
+        spec.clone(),
+        stores,
+        config.clone(),
+    )));
+    let mut consumer_config = config.kafka.consumer_config(&spec.app_id);
+    // Co-partitioned inputs must land on the same instance, partition for
+    // partition. librdkafka's cooperative-sticky assignor does not promise
+    // that across topics; the range assignor does (equal partition counts,
+    // same subscription). One input: cooperative-sticky, which moves only
+    // the partitions that must move.
+    let strategy = if spec.inputs.len() > 1 {
+        "range"
+    } else {
+        "cooperative-sticky"
+    };
+    consumer_config
+        .set("partition.assignment.strategy", strategy)
+        .set("statistics.interval.ms", "5000")
+        .set(
+            "session.timeout.ms",
+            config.session_timeout.as_millis().to_string(),
+        );
+    if config.static_membership {
+        consumer_config.set("group.instance.id", &transactional_id);
+    }
+    let consumer: BaseConsumer<EngineContext> = consumer_config
+        .create_with_context(EngineContext::new(core.clone(), config.metrics.clone()))
+        .map_err(client_error)?;
+    let inputs: Vec<&str> = spec.inputs.iter().map(String::as_str).collect();
+    consumer.subscribe(&inputs).map_err(client_error)?;
+    let restorer = Restorer::new(&spec, stores, &config).map_err(client_error)?;
+    let globals = GlobalReader::start(&spec, &config, &prepared.counts, &mut lock(&core).globals)?;
+    let executor =
+        EffectExecutor::new(config.effects.clone()).map_err(|e| RuntimeError::Setup {
+            app: spec.app_id.clone(),
+            reason: format!("cannot start the effect executor: {e}"),
+        })?;
+    let parts = LoopParts {
+        consumer: &consumer,
+        core: &core,
+        restorer: &restorer,
+        globals: globals.as_ref(),
+        executor: &executor,
+        config: &config,
+        app_id: &spec.app_id,
+    };
+
+    let result = event_loop(&mut processor, &parts);
+    let finish = match result {
+        Ok(()) => lock(&core).commit(&consumer),
+        // After a fatal error (fenced, most likely) nothing may commit: the
+        // successor owns these partitions now. Abort what is open, if the
+        // producer still can, and report the error.
+        Err(_) => {
+            lock(&core).abort();
+            Ok(())
+        }
+    };
+    consumer.unsubscribe();
+    drop(consumer);
+    info!(app = %spec.app_id, "processor stopped");
+    result.and(finish)
+}
