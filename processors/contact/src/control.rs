@@ -8,6 +8,7 @@
 //! from the next record on.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use callstream_kit::control::{CampaignConfig, ControlTable, ControlView};
 use callstream_runtime::Context;
@@ -24,6 +25,10 @@ pub trait ControlRead {
 
     /// The tenant's default zone: the last source of a lead's zone.
     fn default_zone(&self, tenant: &str) -> Tz;
+
+    /// The length of a slot on the tenant's grid: a launch may leave only
+    /// within its slot, so creates keep the grid's pace on the wire.
+    fn slot_length(&self, tenant: &str) -> Duration;
 }
 
 impl ControlRead for ControlView<'_> {
@@ -37,6 +42,10 @@ impl ControlRead for ControlView<'_> {
 
     fn default_zone(&self, tenant: &str) -> Tz {
         self.grid(tenant).default_zone
+    }
+
+    fn slot_length(&self, tenant: &str) -> Duration {
+        Duration::from_secs(u64::from(self.grid(tenant).config.slot_seconds))
     }
 }
 

@@ -163,6 +163,7 @@ fn launch(
         return step.cancel(job_id, &reason, Some(rejected.to_string()), true);
     }
     let tenant = step.contact.tenant_id.clone();
+    let slot_length = step.control.slot_length(&tenant);
     let launch_id = ids::launch(&tenant, job_id);
     let (at, cause, step_no) = (step.out.at, step.out.cause, step.contact.workflow.step());
     let phone = step.contact.phone.clone().unwrap_or_default();
@@ -194,7 +195,16 @@ fn launch(
         provider: None,
         slot_at,
         expires_at,
+        slot_ends_at: Some(slot_end(slot_at, slot_length)),
     })
+}
+
+/// The end of the slot that starts at `slot_at`.
+fn slot_end(slot_at: DateTime<Utc>, length: std::time::Duration) -> DateTime<Utc> {
+    chrono::TimeDelta::from_std(length)
+        .ok()
+        .and_then(|d| slot_at.checked_add_signed(d))
+        .unwrap_or(slot_at)
 }
 
 /// The wall-clock re-check: re-plans every held job whose pause has lifted.

@@ -1,12 +1,31 @@
-//! Shadow mode, read from the `control` global table for every dial
-//! through the control crate's typed view: the tenant's `shadow_mode`
-//! setting, off when unset. A value that cannot be read counts as on (the
-//! view logs it once): not calling people is the safe side.
+//! What the dispatcher reads from the `control` global table, for every
+//! dial, through the kit's typed view: shadow mode and the pauses that cover
+//! the launch. A value that cannot be read counts as on (the view logs it
+//! once): not calling people is the safe side.
 
 use callstream_kit::control::ControlTable;
 use callstream_runtime::Context;
 
-/// Whether launches of `tenant` are intercepted.
-pub fn shadow_mode(table: &ControlTable, ctx: &Context<'_>, tenant: &str) -> bool {
-    table.view(ctx).shadow_mode(tenant)
+/// What `control` says of one launch now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LaunchControl {
+    /// The tenant's launches are intercepted (shadow mode).
+    pub shadow: bool,
+    /// The pause covering the tenant or the campaign (`system_paused`,
+    /// `campaign_paused`), if one does.
+    pub pause: Option<&'static str>,
+}
+
+/// What `control` says now of a launch of `tenant` in `campaign`.
+pub fn for_launch(
+    table: &ControlTable,
+    ctx: &Context<'_>,
+    tenant: &str,
+    campaign: &str,
+) -> LaunchControl {
+    let view = table.view(ctx);
+    LaunchControl {
+        shadow: view.shadow_mode(tenant),
+        pause: view.pause(tenant, campaign).map(|p| p.reason()),
+    }
 }

@@ -63,6 +63,13 @@ impl<'a> LaunchReport<'a> {
                 reason: Some(&failure.reason),
                 detail: failure.detail.as_deref(),
             },
+            Outcome::Held { reason, detail } => Self {
+                status: LaunchStatus::Held,
+                call_id: None,
+                reconciled: false,
+                reason: Some(reason),
+                detail: Some(detail),
+            },
             Outcome::Shadow => Self {
                 status: LaunchStatus::Shadow,
                 call_id: None,

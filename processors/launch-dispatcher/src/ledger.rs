@@ -30,8 +30,11 @@ pub struct Launch {
     pub from: Option<String>,
     /// The provider adapter the command asked for (`None`: the default).
     pub provider: Option<String>,
-    /// Do not dial after this (ms since the epoch).
+    /// Do not dial after this (ms since the epoch): the calling window closes.
     pub expires_at_ms: Option<i64>,
+    /// Do not create after this (ms since the epoch): the launch's slot ends.
+    #[serde(default)]
+    pub slot_ends_at_ms: Option<i64>,
 }
 
 impl Launch {
@@ -49,6 +52,7 @@ impl Launch {
             from: command.from_number.clone(),
             provider: command.provider.clone(),
             expires_at_ms: command.expires_at.map(|t| t.timestamp_millis()),
+            slot_ends_at_ms: command.slot_ends_at.map(|t| t.timestamp_millis()),
         }
     }
 
@@ -85,9 +89,21 @@ pub enum Phase {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum Outcome {
-    Accepted { call_id: String, reconciled: bool },
-    Failed { failure: Failure },
+    Accepted {
+        call_id: String,
+        reconciled: bool,
+    },
+    Failed {
+        failure: Failure,
+    },
     Shadow,
+    /// Not placed, and never sent: a pause covered it at the last hop, its
+    /// calling window closed or its slot passed. No exception: the workflow
+    /// plans it again (after the pause lifts).
+    Held {
+        reason: String,
+        detail: String,
+    },
 }
 
 /// Why a launch failed, and what kind of case it opens.

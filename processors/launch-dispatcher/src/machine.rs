@@ -118,6 +118,8 @@ fn on_create(mut entry: Entry, seq: u32, outcome: CreateOutcome, env: &Env<'_>) 
             wait(entry, Phase::RetryWait, env.now_ms + ms(delay))
         }
         CreateOutcome::Ambiguous { reason, detail } => {
+            // Kept as the cause should the lookups end in giving up.
+            entry.last_error = Some((reason.clone(), detail.clone()));
             // Give the provider time to finish what it received, then look.
             let due = env.now_ms + ms(env.policy.settle);
             let mut step = wait(entry, Phase::LookupWait, due);
@@ -191,9 +193,19 @@ fn on_lookup(mut entry: Entry, seq: u32, outcome: LookupOutcome, env: &Env<'_>) 
 }
 
 /// Sends the next create, unless the launch cannot or may not be dialed.
+/// This is the last hop: every create passes the pause, window and slot
+/// checks here, on `control` as it is now, in the transaction that asks for
+/// the create (the handler sends it only before `send_by_ms`).
 fn dial(mut entry: Entry, env: &Env<'_>) -> Step {
     if let Some((reason, detail)) = refusal(&entry.launch, env) {
         return fail(entry, FailureKind::Launch, reason.into(), detail, env);
+    }
+    if let Some((reason, detail)) = hold(&entry.launch, env) {
+        let outcome = Outcome::Held {
+            reason: reason.to_owned(),
+            detail,
+        };
+        return finish(entry, outcome, env);
     }
     if env.shadow {
         return finish(entry, Outcome::Shadow, env);
@@ -335,8 +347,29 @@ fn refusal(launch: &Launch, env: &Env<'_>) -> Option<(&'static str, Option<Strin
     if launch.from.is_none() && !env.has_default_from {
         return Some(("no_caller_id", Some("no from_number and no default".into())));
     }
+    None
+}
+
+/// Why the launch may not be dialed now although it may be later, if so:
+/// a pause covers it, its calling window has closed, or its slot has
+/// passed (a create after its slot would break the grid's pace on the wire,
+/// as a burst of overdue launches after downtime would).
+fn hold(launch: &Launch, env: &Env<'_>) -> Option<(&'static str, String)> {
+    if let Some(pause) = env.pause {
+        return Some((
+            pause,
+            format!("{} at the last hop", pause.replace('_', " ")),
+        ));
+    }
     if launch.expires_at_ms.is_some_and(|at| env.now_ms > at) {
-        return Some(("expired", Some("the calling window closed".into())));
+        return Some(("window_closed", "the calling window closed".to_owned()));
+    }
+    if let Some(end) = launch.slot_ends_at_ms.filter(|end| env.now_ms > *end) {
+        let late = env.now_ms - end;
+        return Some((
+            "slot_passed",
+            format!("its slot ended {late} ms before the create could leave"),
+        ));
     }
     None
 }

@@ -17,7 +17,6 @@ use tracing::{debug, error, info, warn};
 use callstream_kit::control::ControlTable;
 
 use crate::config::DispatchPolicy;
-use crate::control::shadow_mode;
 use crate::emit::{self, LaunchReport, OutputTopics};
 use crate::ledger::{key_of, Entry, Launch, Outcome, LAUNCHES_STORE, STORES};
 use crate::machine::{self, Env, Ignored, Notice, Step, Store, TimerChange};
@@ -44,9 +43,12 @@ pub struct LaunchDispatcher {
 
 impl LaunchDispatcher {
     fn env(&self, ctx: &Context<'_>, launch: &Launch) -> Env<'_> {
+        let control =
+            crate::control::for_launch(&self.control, ctx, &launch.tenant_id, &launch.campaign_id);
         Env {
             now_ms: ctx.wall_clock_ms(),
-            shadow: shadow_mode(&self.control, ctx, &launch.tenant_id),
+            shadow: control.shadow,
+            pause: control.pause,
             policy: &self.policy,
             provider: self.provider,
             has_default_from: self.has_default_from,

@@ -13,6 +13,9 @@ pub struct Env<'a> {
     pub now_ms: i64,
     /// Shadow mode for the launch's tenant, read from `control` now.
     pub shadow: bool,
+    /// The pause covering the launch's tenant or campaign, read from
+    /// `control` now (`system_paused`, `campaign_paused`), if one does.
+    pub pause: Option<&'static str>,
     pub policy: &'a DispatchPolicy,
     /// The adapter's name; a launch asking for another provider fails.
     pub provider: &'a str,

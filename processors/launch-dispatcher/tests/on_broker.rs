@@ -96,8 +96,60 @@ async fn a_create_accepted_then_timed_out_is_reconciled_to_the_call_it_placed() 
     running.stop()
 }
 
+/// Issue 14, hole 3: a 502 or 504 from an edge in front of the platform,
+/// after the platform created the call, is looked up, never created again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn server_errors_are_retried_within_the_bound_then_fail_with_an_exception() -> Result<()> {
+async fn a_create_accepted_then_answered_502_or_504_places_one_call() -> Result<()> {
+    let topics = topics("ld-edge5xx").await?;
+    let sim = sim(Behaviour {
+        create_accepted_then_error_share: 1.0,
+        ..fast()
+    })
+    .await?;
+    let config = config(&topics, &sim, &callback_sink().await?);
+    let running = start(&config, &topics.name("dispatcher"))?;
+    let producer = callstream_e2e::producer()?;
+    let run = run_id();
+    let commands: Vec<_> = (0..4).map(|n| command(run, n)).collect();
+    for cmd in &commands {
+        send_command(&producer, &topics, cmd).await?;
+    }
+    let mut reader = LaunchReader::new(&topics)?;
+    let outcomes = reader
+        .until(Duration::from_secs(90), |o| o.finished() == commands.len())
+        .await?;
+    let placed = sim_calls(&sim);
+    for cmd in &commands {
+        let id = cmd.launch_id.to_string();
+        let calls = placed.get(&id).cloned().unwrap_or_default();
+        assert_eq!(calls.len(), 1, "calls for {id}: {calls:?}");
+        let all = &outcomes.by_launch[&cmd.launch_id];
+        let statuses: Vec<_> = all.iter().map(|l| l.status).collect();
+        assert_eq!(
+            statuses,
+            [LaunchStatus::Ambiguous, LaunchStatus::Accepted],
+            "{id}"
+        );
+        assert!(
+            matches!(all[0].reason.as_deref(), Some("http_502" | "http_504")),
+            "{:?}",
+            all[0]
+        );
+        assert!(all[1].reconciled);
+        assert_eq!(all[1].provider_call_id.as_deref(), Some(calls[0].as_str()));
+        assert_eq!(all[1].attempts, 1);
+    }
+    let stats = sim.state.store().stats();
+    assert_eq!(stats.calls_created, 4);
+    assert_eq!(stats.creates_accepted_then_failed, 4);
+    running.stop()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_errors_are_looked_up_and_retried_only_when_no_call_was_placed() -> Result<()> {
+    // A 5xx may follow a created call (an edge in front of the platform), so
+    // each one is looked up first; only a lookup that finds no call leads to
+    // the next create, within the bound, and then to an exception.
     let topics = topics("ld-5xx").await?;
     let sim = sim(Behaviour {
         create_error_share: 1.0,
@@ -109,16 +161,16 @@ async fn server_errors_are_retried_within_the_bound_then_fail_with_an_exception(
     let running = start(&config, &topics.name("dispatcher"))?;
     let producer = callstream_e2e::producer()?;
     let cmd = command(run_id(), 1);
-    let sent = Instant::now();
     send_command(&producer, &topics, &cmd).await?;
     let mut reader = LaunchReader::new(&topics)?;
     let outcomes = reader
-        .until(Duration::from_secs(60), |o| o.finished() == 1)
+        .until(Duration::from_secs(120), |o| o.finished() == 1)
         .await?;
-    let elapsed = sent.elapsed();
     let launch = &outcomes.by_launch[&cmd.launch_id];
-    assert_eq!(launch.len(), 1, "{launch:?}");
-    let failed = &launch[0];
+    // `ambiguous` when the first 5xx came, then the final outcome.
+    assert_eq!(launch.len(), 2, "{launch:?}");
+    assert_eq!(launch[0].status, LaunchStatus::Ambiguous);
+    let failed = &launch[1];
     assert_eq!(failed.status, LaunchStatus::Failed);
     assert!(
         failed
@@ -128,8 +180,6 @@ async fn server_errors_are_retried_within_the_bound_then_fail_with_an_exception(
         "{failed:?}"
     );
     assert_eq!(failed.attempts, 3);
-    // Two retry waits of at most 100 and 200 ms (plus commits): well within the bound.
-    assert!(elapsed < Duration::from_secs(20), "{elapsed:?}");
     let stats = sim.state.store().stats();
     assert_eq!((stats.creates_failed, stats.calls_created), (3, 0));
     let opened = exceptions(&topics, 1).await?;

@@ -5,7 +5,9 @@
 mod support;
 
 use callstream_launch_dispatcher::provider::CreateOutcome;
-use callstream_schemas::{ExceptionType, LaunchStatus};
+use callstream_schemas::{
+    ControlChange, ControlSetting, ControlValue, Event, ExceptionType, LaunchCommand, LaunchStatus,
+};
 use support::*;
 
 #[test]
@@ -24,14 +26,11 @@ fn a_repeated_command_for_the_same_launch_never_dials_twice() {
 
 #[test]
 fn launches_that_cannot_be_dialed_fail_with_their_reason_and_call_no_one() {
-    let mut expired = command(20);
-    expired.expires_at = Some(chrono::DateTime::from_timestamp_millis(START - 1).unwrap());
     let mut bad_number = command(21);
     bad_number.to_number = "555-1234".into();
     let mut other_provider = command(22);
     other_provider.provider = Some("vapi".into());
     let cases = [
-        (expired, "expired"),
         (bad_number, "invalid_number"),
         (other_provider, "unknown_provider"),
     ];
@@ -57,6 +56,105 @@ fn launches_that_cannot_be_dialed_fail_with_their_reason_and_call_no_one() {
     let mut driver = driver_with(&config);
     pipe(&mut driver, &command(23));
     assert_eq!(launches(&driver)[0].reason.as_deref(), Some("no_caller_id"));
+}
+
+/// The last hop (issue 14, holes 4 and 5): a pause covering the launch, a
+/// calling window that has closed, or a slot that has passed holds the
+/// launch, with its reason, no exception and no call; the workflow plans it
+/// again. A pause set after the command's first attempt holds its retry.
+#[test]
+fn the_last_hop_holds_launches_a_pause_a_closed_window_or_a_passed_slot_covers() {
+    let at = |ms: i64| chrono::DateTime::from_timestamp_millis(ms).unwrap();
+    let mut window_closed = command(40);
+    window_closed.expires_at = Some(at(START - 1));
+    let mut slot_passed = command(41);
+    slot_passed.slot_ends_at = Some(at(START - 1));
+    let mut in_slot = command(42);
+    in_slot.slot_ends_at = Some(at(START + 1_000));
+    let cases: [(
+        LaunchCommand,
+        Option<(ControlSetting, Option<&str>)>,
+        Option<&str>,
+    ); 5] = [
+        (window_closed, None, Some("window_closed")),
+        (slot_passed, None, Some("slot_passed")),
+        (
+            command(43),
+            Some((ControlSetting::SystemPause, None)),
+            Some("system_paused"),
+        ),
+        (
+            command(44),
+            Some((ControlSetting::CampaignPause, Some(CAMPAIGN))),
+            Some("campaign_paused"),
+        ),
+        (in_slot, None, None),
+    ];
+    for (cmd, pause, held) in cases {
+        let mut driver = driver();
+        if let Some((setting, campaign)) = pause {
+            set_switch(&mut driver, setting, campaign, true);
+        }
+        pipe(&mut driver, &cmd);
+        let out = launches(&driver);
+        match held {
+            Some(reason) => {
+                assert!(driver.pending_effects().is_empty(), "{reason}: no create");
+                assert_eq!(out.len(), 1, "{reason}");
+                assert_eq!(
+                    (out[0].status, out[0].reason.as_deref(), out[0].attempts),
+                    (LaunchStatus::Held, Some(reason), 0)
+                );
+                assert!(exceptions(&driver).is_empty(), "{reason}: no exception");
+            }
+            None => assert_eq!(driver.pending_effects().len(), 1, "dialed in its slot"),
+        }
+    }
+
+    // Paused between the first attempt and its retry: the retry is held.
+    let mut driver = driver();
+    let cmd = command(45);
+    pipe(&mut driver, &cmd);
+    let (request, call) = take_one(&mut driver);
+    reply(
+        &mut driver,
+        request,
+        &created(
+            &call,
+            CreateOutcome::Transient {
+                reason: "http_429".into(),
+                detail: None,
+            },
+        ),
+    );
+    set_switch(&mut driver, ControlSetting::SystemPause, None, true);
+    driver.advance_wall_clock_ms(60_000);
+    assert!(driver.pending_effects().is_empty(), "no second create");
+    assert_eq!(statuses(&driver), [LaunchStatus::Held]);
+    assert_eq!(launches(&driver)[0].attempts, 1);
+}
+
+/// Sets an on/off switch of `TENANT` in the driver's `control` table.
+fn set_switch(
+    driver: &mut callstream_runtime::TestDriver<callstream_launch_dispatcher::LaunchDispatcher>,
+    setting: ControlSetting,
+    campaign: Option<&str>,
+    on: bool,
+) {
+    let change = ControlChange {
+        setting,
+        campaign_id: campaign.map(str::to_owned),
+        new_value: ControlValue {
+            enabled: Some(on),
+            ..ControlValue::default()
+        },
+        ..shadow_change(on)
+    };
+    driver.set_global(
+        "control",
+        change.record_key(),
+        Some(change.encode().unwrap()),
+    );
 }
 
 #[test]

@@ -7,16 +7,21 @@
 //! The provider is a model that keeps the calls it placed and answers
 //! lookups truthfully (or fails them); it honours the one promise the
 //! effect handler makes: nothing is sent after a request's send deadline.
+//! Its create answers are HTTP answers classified by the Twilio adapter,
+//! among them a 502 or 504 after the call was placed (an edge in front of
+//! the platform), which must be looked up, never created again.
 
 mod support;
 
 use callstream_launch_dispatcher::ledger::{FailureKind, Outcome, Phase};
+use callstream_launch_dispatcher::provider::twilio::classify_create;
 use callstream_launch_dispatcher::provider::{CreateOutcome, LookupOutcome};
 use callstream_launch_dispatcher::wire::{EffectCall, EffectReply};
 use callstream_launch_dispatcher::LaunchDispatcher;
 use callstream_runtime::{Clock, TestDriver};
 use callstream_schemas::LaunchStatus;
 use proptest::prelude::*;
+use reqwest::StatusCode;
 use support::*;
 
 #[derive(Debug, Clone)]
@@ -82,18 +87,32 @@ fn answer(
                     reason: "send_deadline".into(),
                 })
             } else {
-                match kind.map(|k| k % 7) {
-                    None | Some(0) => Some(CreateOutcome::Accepted {
-                        call_id: provider.place(),
-                    }),
-                    Some(1) => Some(CreateOutcome::Transient {
-                        reason: "http_503".into(),
-                        detail: None,
-                    }),
-                    Some(2) => Some(CreateOutcome::Permanent {
-                        reason: "http_400".into(),
-                        detail: None,
-                    }),
+                // What reaches the dispatcher is an HTTP answer, classified as
+                // the Twilio adapter classifies it; the model knows whether a
+                // call was placed behind it.
+                let http = |code: u16, body: &[u8]| {
+                    let status = StatusCode::from_u16(code).expect("status");
+                    Some(classify_create(status, body))
+                };
+                match kind.map(|k| k % 10) {
+                    None | Some(0) => {
+                        let sid = provider.place();
+                        http(201, format!(r#"{{"sid":"{sid}"}}"#).as_bytes())
+                    }
+                    // Refused before anything was placed.
+                    Some(1) => http(503, b""),
+                    Some(2) => http(400, b""),
+                    Some(9) => http(429, b""),
+                    // Placed, then an edge in front of the platform lost or
+                    // timed out on its answer.
+                    Some(7) => {
+                        provider.place();
+                        http(502, b"<html>Bad Gateway</html>")
+                    }
+                    Some(8) => {
+                        provider.place();
+                        http(504, b"")
+                    }
                     Some(3) => {
                         provider.place();
                         Some(CreateOutcome::Ambiguous {
@@ -200,6 +219,11 @@ fn run(actions: &[Action]) -> Result<(), TestCaseError> {
                 provider.placed
             )
         }
+        Outcome::Held { .. } => prop_assert!(
+            provider.placed.is_empty(),
+            "held but placed {:?}",
+            provider.placed
+        ),
         Outcome::Failed { .. } | Outcome::Shadow => {}
     }
     let statuses: Vec<LaunchStatus> = launches(&driver).iter().map(|l| l.status).collect();
@@ -219,6 +243,7 @@ fn status_of(outcome: &Outcome) -> LaunchStatus {
         Outcome::Accepted { .. } => LaunchStatus::Accepted,
         Outcome::Failed { .. } => LaunchStatus::Failed,
         Outcome::Shadow => LaunchStatus::Shadow,
+        Outcome::Held { .. } => LaunchStatus::Held,
     }
 }
 

@@ -293,6 +293,7 @@ pub fn launch_command(
         provider: None,
         slot_at: t,
         expires_at: None,
+        slot_ends_at: None,
     }
 }
 

@@ -35,6 +35,9 @@ pub struct LaunchCommand {
     /// Do not dial after this.
     #[serde(with = "chrono::serde::ts_milliseconds_option")]
     pub expires_at: Option<Timestamp>,
+    /// No create after this: the end of the launch's slot.
+    #[serde(default, with = "chrono::serde::ts_milliseconds_option")]
+    pub slot_ends_at: Option<Timestamp>,
 }
 
 avro_enum! {

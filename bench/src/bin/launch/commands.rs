@@ -44,6 +44,7 @@ pub fn command(run: u64, n: u64) -> LaunchCommand {
         provider: None,
         slot_at: now,
         expires_at: None,
+        slot_ends_at: None,
     }
 }
 

@@ -215,6 +215,7 @@ impl Ids {
             provider: None,
             slot_at: t,
             expires_at: None,
+            slot_ends_at: None,
         }
     }
 

@@ -137,6 +137,7 @@ pub fn command(run: u128, n: u128) -> LaunchCommand {
         provider: None,
         slot_at: now,
         expires_at: None,
+        slot_ends_at: None,
     }
 }
 

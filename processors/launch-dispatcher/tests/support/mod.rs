@@ -66,6 +66,7 @@ pub fn command(n: u128) -> LaunchCommand {
         provider: None,
         slot_at: DateTime::from_timestamp_millis(START).unwrap(),
         expires_at: None,
+        slot_ends_at: None,
     }
 }
 
