@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use callstream_platform::topics::{
-    AUDIT, CALL_EVENTS, CONTACT_COMMANDS, CONTACT_STATE, CONTROL, CRM_COMMANDS, DEAD_LETTERS,
-    EXCEPTIONS, LAUNCH_COMMANDS, SCHEDULE_REQUESTS,
+    AUDIT, CALL_EVENTS, CALL_LAUNCHES, CONTACT_COMMANDS, CONTACT_STATE, CONTROL, CRM_COMMANDS,
+    DEAD_LETTERS, EXCEPTIONS, LAUNCH_COMMANDS, SCHEDULE_REQUESTS,
 };
 use callstream_platform::Topics;
 use callstream_runtime::ProcessorSpec;
@@ -24,6 +24,7 @@ pub const STORES: &[&str] = &[CONTACTS_STORE];
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ContactTopics {
     pub call_events: String,
+    pub call_launches: String,
     pub contact_commands: String,
     pub control: String,
     pub schedule_requests: String,
@@ -39,6 +40,7 @@ impl ContactTopics {
     pub fn new(topics: &Topics) -> Self {
         Self {
             call_events: topics.name(CALL_EVENTS),
+            call_launches: topics.name(CALL_LAUNCHES),
             contact_commands: topics.name(CONTACT_COMMANDS),
             control: topics.name(CONTROL),
             schedule_requests: topics.name(SCHEDULE_REQUESTS),
@@ -88,12 +90,14 @@ impl ContactConfig {
     }
 }
 
-/// The processor's shape: inputs `call-events` and `contact-commands`
-/// (co-partitioned by contact) and the `control` table (the processor
-/// declares its `contacts` store itself).
+/// The processor's shape: inputs `call-events`, `contact-commands` and
+/// `call-launches` (the dispatcher's launch outcomes), co-partitioned by
+/// contact, and the `control` table (the processor declares its `contacts`
+/// store itself).
 pub fn spec(topics: &Topics, app_id: &str) -> ProcessorSpec {
     ProcessorSpec::new(app_id, topics.name(DEAD_LETTERS))
         .input(topics.name(CALL_EVENTS))
         .input(topics.name(CONTACT_COMMANDS))
+        .input(topics.name(CALL_LAUNCHES))
         .global_table(topics.name(CONTROL))
 }

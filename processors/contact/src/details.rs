@@ -65,6 +65,7 @@ pub(crate) fn apply(
             cmd.actor.id
         );
         step.cancel_all(first.reason(), Some(detail))?;
+        crate::launch::end_step_if_idle(step, first.reason());
     }
     Ok(())
 }

@@ -120,6 +120,17 @@ impl Step<'_, '_> {
         Ok(())
     }
 
+    /// Ends a launched job that will have no call result: its launch was
+    /// refused, failed or intercepted (`state` is `Cancelled` or `Completed`).
+    pub fn finish(&mut self, job_id: Uuid, state: JobState, reason: &str, detail: Option<String>) {
+        let (at, cause) = (self.out.at, self.out.cause);
+        if let Some(job) = self.contact.job_mut(job_id) {
+            job.set_state(state, reason, detail, at);
+            job.cause = cause;
+            self.metrics.decision(DecisionKind::Cancel, job_id, reason);
+        }
+    }
+
     /// Cancels every job still to be called.
     pub fn cancel_all(&mut self, reason: &str, detail: Option<String>) -> Result<(), ProcessError> {
         for id in self.contact.active_jobs() {

@@ -120,10 +120,10 @@ pub fn launch_due(step: &mut Step<'_, '_>, cmd: &ContactCommand) -> Result<bool,
     Ok(true)
 }
 
-/// After a launch-time cancel with nothing else planned, the step is over:
+/// After a cancel with nothing else planned, the step is over:
 /// held for a person when calls are held, else failed (the contact cannot
 /// be called). A step with other jobs still planned goes on.
-fn end_step_if_idle(step: &mut Step<'_, '_>, reason: &str) {
+pub(crate) fn end_step_if_idle(step: &mut Step<'_, '_>, reason: &str) {
     let workflow = step.contact.workflow;
     if workflow.state() != WorkflowState::Scheduled || !step.contact.active_jobs().is_empty() {
         return;

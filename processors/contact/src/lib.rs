@@ -26,6 +26,7 @@ mod emit;
 pub mod guards;
 mod jobs;
 mod launch;
+mod outcomes;
 pub mod processor;
 mod snapshot;
 pub mod state;

@@ -11,7 +11,7 @@
 use callstream_runtime::{
     Context, ProcessError, Processor, Record, TimeDomain, Timer, TimerHandle,
 };
-use callstream_schemas::{CallEvent, ContactCommand, Event};
+use callstream_schemas::{CallEvent, CallLaunch, ContactCommand, Event};
 use chrono::{DateTime, TimeDelta, Utc};
 use uuid::Uuid;
 
@@ -21,7 +21,7 @@ use crate::emit::Outbox;
 use crate::jobs::Step;
 use crate::state::{Cause, Contact};
 use crate::telemetry::ContactMetrics;
-use crate::{calls, commands, launch, snapshot};
+use crate::{calls, commands, launch, outcomes, snapshot};
 
 /// Name of the wall-clock timer that re-checks jobs held by a pause.
 pub const PAUSE_RECHECK_TIMER: &str = "pause-recheck";
@@ -50,6 +50,7 @@ impl<C: ControlSource> ContactProcessor<C> {
 /// What one record or timer is about.
 enum Input<'r> {
     Call(&'r CallEvent),
+    Launch(&'r CallLaunch),
     Command(&'r ContactCommand),
     Recheck,
 }
@@ -101,6 +102,7 @@ impl<C: ControlSource> ContactProcessor<C> {
             };
             let changed = match input {
                 Input::Call(event) => calls::handle(&mut step, event)?,
+                Input::Launch(launch) => outcomes::handle(&mut step, launch)?,
                 Input::Command(cmd) => commands::handle(&mut step, cmd)?,
                 Input::Recheck => {
                     launch::recheck_pauses(&mut step, at)?;
@@ -193,6 +195,13 @@ impl<C: ControlSource> Processor for ContactProcessor<C> {
             let cause = cause_of(cmd.event_id, cmd.correlation_id);
             let (tenant, contact) = (cmd.tenant_id.clone(), cmd.contact_id.clone());
             self.run(ctx, &tenant, &contact, cause, at, Input::Command(&cmd))
+        } else if record.topic == self.config.topics.call_launches {
+            let launch =
+                CallLaunch::decode(value).map_err(|e| ProcessError::Decode(e.to_string()))?;
+            check_key(record, &launch.contact_id)?;
+            let cause = cause_of(launch.event_id, launch.correlation_id);
+            let (tenant, contact) = (launch.tenant_id.clone(), launch.contact_id.clone());
+            self.run(ctx, &tenant, &contact, cause, at, Input::Launch(&launch))
         } else {
             Err(ProcessError::Invalid(format!(
                 "not an input of the contact processor: {}",
