@@ -377,11 +377,20 @@ impl<P: Processor> TestDriver<P> {
         self.records(&self.spec.dead_letter_topic)
     }
 
-    /// The value of `key` in `store`, from the partition that owns the key.
+    /// The value of `key` in `store`: from the partition a record with that
+    /// key goes to, else from whichever partition holds it (a store key need
+    /// not be the record key: the tenant may be part of it).
     pub fn get(&self, store: &str, key: &[u8]) -> Option<&[u8]> {
         let index = self.stores.iter().position(|s| *s == store)?;
         let partition = partition_for_key(key, self.partitions);
-        self.tasks.get(&partition)?.stores().get(index, key)
+        self.tasks
+            .get(&partition)
+            .and_then(|task| task.stores().get(index, key))
+            .or_else(|| {
+                self.tasks
+                    .values()
+                    .find_map(|task| task.stores().get(index, key))
+            })
     }
 
     /// Timers set across all partitions.

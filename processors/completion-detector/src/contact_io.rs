@@ -68,7 +68,7 @@ impl Detector {
         events.extend(state.advance(clocks, &self.join));
 
         if !events.is_empty() {
-            let contact_id = String::from_utf8_lossy(key);
+            let contact_id = callstream_kit::keys::contact_of(key);
             for event in &events {
                 self.emit_join_event(ctx, &contact_id, event, clocks.now_ms);
             }

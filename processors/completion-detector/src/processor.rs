@@ -11,6 +11,7 @@
 //! wall-clock deadlines wait for stream time, so completions that are merely
 //! still in the backlog are not reported missing.
 
+use callstream_kit::keys::contact_key;
 use std::borrow::Cow;
 use std::collections::HashMap;
 
@@ -157,7 +158,7 @@ impl Detector {
             Some(&launch.campaign_id),
             self.default_window(),
         );
-        let key = contact_key(record, &launch.contact_id);
+        let key = contact_key(&launch.tenant_id, &launch.contact_id);
         let accepted = Launch {
             launch_id: launch.launch_id,
             job_id: launch.job_id,
@@ -175,7 +176,7 @@ impl Detector {
             grace_ms: window.grace_ms,
             missing: None,
         };
-        self.with_contact(ctx, key, |state, now| state.add_launch(accepted, now))
+        self.with_contact(ctx, &key, |state, now| state.add_launch(accepted, now))
     }
 
     fn on_event(&mut self, ctx: &mut Context<'_>, record: &Record) -> Result<(), ProcessError> {
@@ -192,7 +193,7 @@ impl Detector {
         ) else {
             return Ok(());
         };
-        let key = contact_key(record, &event.contact_id);
+        let key = contact_key(&event.tenant_id, &event.contact_id);
         let completion = Completion {
             event_id: event.event_id,
             tenant_id: event.tenant_id.into_owned(),
@@ -203,7 +204,7 @@ impl Detector {
             source: event.source,
             outcome,
         };
-        self.with_contact(ctx, key, |state, now| {
+        self.with_contact(ctx, &key, |state, now| {
             state.add_completion(
                 Completion {
                     arrived_at_ms: now,
@@ -237,11 +238,6 @@ impl Detector {
             );
         }
     }
-}
-
-/// The state key of a record: its Kafka key (the contact), else the contact id.
-fn contact_key<'a>(record: &'a Record, contact_id: &'a str) -> &'a [u8] {
-    record.key.as_deref().unwrap_or(contact_id.as_bytes())
 }
 
 impl Processor for Detector {

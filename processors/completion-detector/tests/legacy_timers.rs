@@ -38,7 +38,9 @@ impl Processor for Legacy {
 
     fn process(&mut self, ctx: &mut Context<'_>, record: &Record) -> Result<(), ProcessError> {
         self.inner.process(ctx, record)?;
-        let key = record.key.clone().unwrap_or_default();
+        // The detector's key: tenant and contact (the record's key).
+        let contact = String::from_utf8_lossy(record.key.as_deref().unwrap_or_default());
+        let key = callstream_kit::keys::contact_key(TENANT, &contact);
         if let Some(due) = ctx.timer_due(&handle(TimeDomain::Either, &key)) {
             if self.legacy {
                 ctx.cancel_timer(&handle(TimeDomain::Either, &key));

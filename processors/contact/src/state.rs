@@ -147,11 +147,7 @@ impl Contact {
     /// The store key: tenant and contact, length-prefixed, so two tenants'
     /// contacts with the same id never share state.
     pub fn store_key(tenant_id: &str, contact_id: &str) -> Vec<u8> {
-        let mut key = Vec::with_capacity(8 + tenant_id.len() + contact_id.len());
-        key.extend_from_slice(&(tenant_id.len() as u32).to_be_bytes());
-        key.extend_from_slice(tenant_id.as_bytes());
-        key.extend_from_slice(contact_id.as_bytes());
-        key
+        callstream_kit::keys::contact_key(tenant_id, contact_id)
     }
 
     /// The flags as the policy sees them.

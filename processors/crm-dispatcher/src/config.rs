@@ -26,8 +26,11 @@ pub struct CrmDispatcherConfig {
     /// CRM API base URL without a trailing slash (`CALLSTREAM_CRM_BASE_URL`,
     /// default `https://api.hubapi.com`); the simulator's URL in tests.
     pub base_url: String,
-    /// Bearer token for tenants without one of their own
-    /// (`CALLSTREAM_CRM_TOKEN`, required). Never logged.
+    /// Bearer token of a deployment with one CRM for every tenant
+    /// (`CALLSTREAM_CRM_TOKEN`, required unless tenant tokens are given).
+    /// Used only while `tenant_tokens` is empty: once tenants have tokens of
+    /// their own, a tenant without one is refused, never written with another
+    /// tenant's token. Never logged.
     pub default_token: String,
     /// Per-tenant tokens (`CALLSTREAM_CRM_TENANT_TOKENS`: `tenant=token,...`).
     /// The CRM limits each token separately, and so does the dispatcher.
@@ -213,11 +216,17 @@ impl CrmDispatcherConfig {
         }
     }
 
-    /// The token `tenant`'s requests carry.
-    pub fn token_for(&self, tenant: &str) -> &str {
-        self.tenant_tokens
-            .get(tenant)
-            .map_or(self.default_token.as_str(), String::as_str)
+    /// The token `tenant`'s requests carry: its own, or in a deployment
+    /// with no tenant tokens the one token; `None` when tenants have tokens
+    /// of their own and this one has none (its requests are refused).
+    pub fn token_for(&self, tenant: &str) -> Option<&str> {
+        match self.tenant_tokens.get(tenant) {
+            Some(token) => Some(token),
+            None if self.tenant_tokens.is_empty() && !self.default_token.is_empty() => {
+                Some(&self.default_token)
+            }
+            None => None,
+        }
     }
 
     /// Reads the environment variables named on the fields.
@@ -236,12 +245,14 @@ impl CrmDispatcherConfig {
         let base = settings
             .get("CALLSTREAM_CRM_BASE_URL")
             .unwrap_or_else(|| "https://api.hubapi.com".into());
-        let mut config = Self::new(topics, base, settings.required("CALLSTREAM_CRM_TOKEN")?);
-        if let Some(tokens) =
-            settings.pairs("CALLSTREAM_CRM_TENANT_TOKENS", "expected tenant=token")?
-        {
-            config.tenant_tokens = tokens;
-        }
+        let tenant_tokens =
+            settings.pairs("CALLSTREAM_CRM_TENANT_TOKENS", "expected tenant=token")?;
+        let default_token = match tenant_tokens {
+            Some(_) => settings.get("CALLSTREAM_CRM_TOKEN").unwrap_or_default(),
+            None => settings.required("CALLSTREAM_CRM_TOKEN")?,
+        };
+        let mut config = Self::new(topics, base, default_token);
+        config.tenant_tokens = tenant_tokens.unwrap_or_default();
         if let Some(name) = settings.get("CALLSTREAM_CRM_SERVICE_NAME") {
             config.service_name = name;
         }

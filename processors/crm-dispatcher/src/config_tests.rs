@@ -11,6 +11,25 @@ fn lookup(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
 }
 
 #[test]
+fn one_token_serves_every_tenant_only_when_no_tenant_has_its_own() {
+    let one = CrmDispatcherConfig::from_lookup(
+        Topics::default(),
+        lookup(&[("CALLSTREAM_CRM_TOKEN", "tok")]),
+    )
+    .unwrap();
+    assert_eq!(one.token_for("any"), Some("tok"));
+    let own = CrmDispatcherConfig::from_lookup(
+        Topics::default(),
+        lookup(&[("CALLSTREAM_CRM_TENANT_TOKENS", "t1=a")]),
+    )
+    .unwrap();
+    assert_eq!(own.token_for("t1"), Some("a"));
+    assert_eq!(own.token_for("t2"), None);
+    let neither = CrmDispatcherConfig::from_lookup(Topics::default(), lookup(&[]));
+    assert!(neither.is_err(), "a token is required");
+}
+
+#[test]
 fn the_environment_sets_every_field_and_defaults_fill_the_rest() {
     let config = CrmDispatcherConfig::from_lookup(
         Topics::default(),
@@ -25,8 +44,10 @@ fn the_environment_sets_every_field_and_defaults_fill_the_rest() {
     )
     .unwrap();
     assert_eq!(config.base_url, "http://127.0.0.1:8092");
-    assert_eq!(config.token_for("t1"), "a");
-    assert_eq!(config.token_for("t3"), "tok");
+    assert_eq!(config.token_for("t1"), Some("a"));
+    // Tenants have tokens of their own: one without is refused, never
+    // written with another tenant's token (issue 14, hole 7).
+    assert_eq!(config.token_for("t3"), None);
     assert_eq!(config.rate_limit.max_requests, 50);
     assert_eq!(config.rate_limit.window, Duration::from_secs(10));
     assert_eq!(config.policy.settle, Duration::from_millis(750));

@@ -41,6 +41,7 @@ impl CrmEffects {
             config.concurrency,
         )?;
         let tokens = std::iter::once(config.default_token.as_str())
+            .filter(|t| !t.is_empty())
             .chain(config.tenant_tokens.values().map(String::as_str));
         let limiters = Limiters::new(config.rate_limit, tokens);
         Ok(Self {
@@ -73,7 +74,17 @@ impl CrmEffects {
         let Ok(left) = u64::try_from(left) else {
             return Outcome::Expired;
         };
-        let token = inner.config.token_for(&call.tenant_id);
+        let Some(token) = inner.config.token_for(&call.tenant_id) else {
+            // Never another tenant's token: refused here, nothing sent.
+            return Outcome::Refused {
+                status: 401,
+                retry_after_ms: None,
+                message: format!(
+                    "no CRM token for tenant {} (CALLSTREAM_CRM_TENANT_TOKENS); nothing was sent",
+                    call.tenant_id
+                ),
+            };
+        };
         let deadline = Instant::now() + Duration::from_millis(left);
         if !inner.limiters.acquire(token, deadline).await {
             return Outcome::Expired;

@@ -14,6 +14,7 @@
 //! - Every command settles exactly once per arrival, with a `crm-result`
 //!   (and an exception when it failed), and its ledger entry.
 
+use callstream_kit::keys::{contact_key, contact_of};
 use callstream_runtime::{Context, ProcessError, TimeDomain, TimerHandle};
 use callstream_schemas::CrmCommand;
 
@@ -47,6 +48,10 @@ pub(crate) fn invalid(what: &str, error: impl std::fmt::Display) -> ProcessError
 pub(crate) struct Step<'e, 'c, 'a, S> {
     pub(crate) env: &'e Env<S>,
     pub(crate) ctx: &'c mut Context<'a>,
+    /// The contact's state, timer and effect key: tenant and contact
+    /// (`callstream_kit::keys`), or the contact alone in state from before.
+    key: Vec<u8>,
+    /// The contact id, for logs.
     pub(crate) contact: String,
     pub(crate) state: ContactState,
     existed: bool,
@@ -54,19 +59,31 @@ pub(crate) struct Step<'e, 'c, 'a, S> {
 }
 
 impl<'e, 'c, 'a, S: Switches> Step<'e, 'c, 'a, S> {
+    /// Loads the state of `contact` of `tenant`.
     pub fn load(
         env: &'e Env<S>,
         ctx: &'c mut Context<'a>,
+        tenant: &str,
         contact: &str,
     ) -> Result<Self, ProcessError> {
+        Self::load_key(env, ctx, contact_key(tenant, contact))
+    }
+
+    /// Loads the state under `key` (a timer's or an effect's key).
+    pub fn load_key(
+        env: &'e Env<S>,
+        ctx: &'c mut Context<'a>,
+        key: Vec<u8>,
+    ) -> Result<Self, ProcessError> {
         let state: Option<ContactState> = ctx
-            .get_json(CONTACTS, contact.as_bytes())
+            .get_json(CONTACTS, &key)
             .map_err(|e| invalid("contact state", e))?;
         Ok(Self {
             env,
             now: ctx.wall_clock_ms(),
             ctx,
-            contact: contact.to_owned(),
+            contact: contact_of(&key).into_owned(),
+            key,
             existed: state.is_some(),
             state: state.unwrap_or_default(),
         })
@@ -76,12 +93,12 @@ impl<'e, 'c, 'a, S: Switches> Step<'e, 'c, 'a, S> {
     pub fn save(self) -> Result<(), ProcessError> {
         if self.state.is_empty() {
             if self.existed {
-                self.ctx.delete(CONTACTS, self.contact.into_bytes());
+                self.ctx.delete(CONTACTS, self.key);
             }
             return Ok(());
         }
         self.ctx
-            .put_json(CONTACTS, self.contact.into_bytes(), &self.state)
+            .put_json(CONTACTS, self.key, &self.state)
             .map_err(|e| invalid("contact state", e))
     }
 
@@ -95,7 +112,7 @@ impl<'e, 'c, 'a, S: Switches> Step<'e, 'c, 'a, S> {
             self.start(command, traceparent)?;
             return self.drain();
         }
-        let key = queue_key(&self.contact, self.state.next_seq);
+        let key = queue_key(&self.key, self.state.next_seq);
         let queued = Queued {
             command,
             traceparent,
@@ -217,7 +234,7 @@ impl<'e, 'c, 'a, S: Switches> Step<'e, 'c, 'a, S> {
     /// Starts the queued commands while the contact has none active.
     fn drain(&mut self) -> Result<(), ProcessError> {
         while self.state.active.is_none() && self.state.queued() > 0 {
-            let key = queue_key(&self.contact, self.state.head_seq);
+            let key = queue_key(&self.key, self.state.head_seq);
             let queued: Option<Queued> = self
                 .ctx
                 .get_json(QUEUE, &key)
@@ -325,8 +342,7 @@ impl<'e, 'c, 'a, S: Switches> Step<'e, 'c, 'a, S> {
             request,
         };
         let payload = serde_json::to_vec(&call).map_err(|e| invalid("effect request", e))?;
-        self.ctx
-            .request_effect(self.contact.as_bytes().to_vec(), id, payload);
+        self.ctx.request_effect(self.key.clone(), id, payload);
         self.set_timer(policy.result_deadline_ms(now), token);
         Ok(())
     }
@@ -335,12 +351,12 @@ impl<'e, 'c, 'a, S: Switches> Step<'e, 'c, 'a, S> {
         TimerHandle {
             domain: TimeDomain::WallClock,
             name: TIMER.to_owned(),
-            key: self.contact.as_bytes().to_vec(),
+            key: self.key.clone(),
         }
     }
 
     fn set_timer(&mut self, due_ms: i64, token: u32) {
-        let key = self.contact.as_bytes().to_vec();
+        let key = self.key.clone();
         self.ctx
             .set_timer(TimeDomain::WallClock, TIMER, key, due_ms, token.to_string());
     }

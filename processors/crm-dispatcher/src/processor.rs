@@ -22,11 +22,6 @@ impl<S: Switches> CrmDispatcher<S> {
     }
 }
 
-fn utf8(bytes: &[u8], what: &str) -> Result<String, ProcessError> {
-    String::from_utf8(bytes.to_vec())
-        .map_err(|_| ProcessError::Invalid(format!("{what} is not UTF-8")))
-}
-
 /// What `crm-commands` carries.
 enum Arrival {
     Command(CrmCommand),
@@ -72,14 +67,14 @@ impl<S: Switches> Processor for CrmDispatcher<S> {
             .map(str::to_owned);
         match decode(bytes)? {
             Arrival::Command(command) => {
-                let contact = command.contact_id.clone();
-                let mut step = Step::load(&self.env, ctx, &contact)?;
+                let (tenant, contact) = (command.tenant_id.clone(), command.contact_id.clone());
+                let mut step = Step::load(&self.env, ctx, &tenant, &contact)?;
                 step.arrive(command, traceparent)?;
                 step.save()
             }
             Arrival::Retry(request) => {
-                let contact = request.contact_id.clone();
-                let mut step = Step::load(&self.env, ctx, &contact)?;
+                let (tenant, contact) = (request.tenant_id.clone(), request.contact_id.clone());
+                let mut step = Step::load(&self.env, ctx, &tenant, &contact)?;
                 step.operator_retry(&request, traceparent)?;
                 step.save()
             }
@@ -90,12 +85,11 @@ impl<S: Switches> Processor for CrmDispatcher<S> {
         if timer.handle.name != TIMER {
             return Ok(());
         }
-        let contact = utf8(&timer.handle.key, "timer key")?;
         let token = std::str::from_utf8(&timer.payload)
             .ok()
             .and_then(|t| t.parse().ok())
             .ok_or_else(|| ProcessError::Invalid("timer payload is not a step token".into()))?;
-        let mut step = Step::load(&self.env, ctx, &contact)?;
+        let mut step = Step::load_key(&self.env, ctx, timer.handle.key.clone())?;
         step.on_timer(token)?;
         step.save()
     }
@@ -105,14 +99,13 @@ impl<S: Switches> Processor for CrmDispatcher<S> {
         ctx: &mut Context<'_>,
         result: &EffectResult,
     ) -> Result<(), ProcessError> {
-        let contact = utf8(&result.request.key, "effect key")?;
         let Some(token) = token_of(&result.request.id) else {
             return Err(ProcessError::Invalid(
                 "effect id without a step token".into(),
             ));
         };
         let outcome = Outcome::decode(&result.payload);
-        let mut step = Step::load(&self.env, ctx, &contact)?;
+        let mut step = Step::load_key(&self.env, ctx, result.request.key.clone())?;
         step.on_outcome(token, outcome)?;
         step.save()
     }

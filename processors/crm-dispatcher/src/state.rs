@@ -179,9 +179,9 @@ pub struct Retryable {
 /// The `queue` key of `contact`'s command number `seq`: the contact, a
 /// zero byte, the number big-endian. Unique: equal keys have equal lengths,
 /// so equal contacts and numbers.
-pub fn queue_key(contact: &str, seq: u64) -> Vec<u8> {
+pub fn queue_key(contact: &[u8], seq: u64) -> Vec<u8> {
     let mut key = Vec::with_capacity(contact.len() + 9);
-    key.extend_from_slice(contact.as_bytes());
+    key.extend_from_slice(contact);
     key.push(0);
     key.extend_from_slice(&seq.to_be_bytes());
     key

@@ -7,6 +7,8 @@
 //!   Writing it is the `control` edge's job (`callstream control apply`).
 //! - [`emit`]: an event as the record a processor emits (Avro value, event
 //!   headers, the event id header).
+//! - [`keys`]: the state key of per-contact state, tenant and contact
+//!   together (contact ids collide across tenants).
 //!
 //! A processor crate depends on this crate, the runtime, the schemas and the
 //! domain, never on another processor: what two of them must agree on lives
@@ -14,3 +16,4 @@
 
 pub mod control;
 pub mod emit;
+pub mod keys;

@@ -10,7 +10,7 @@
 
 use callstream_domain::ids::completion_case as case_ids;
 use callstream_kit::emit::timestamp;
-use callstream_runtime::{Context, ProcessError, Record};
+use callstream_runtime::{Context, ProcessError};
 use callstream_schemas::{
     AuditEvent, AuditResult, CallOutcome, ContactCommand, ContactCommandKind, ExceptionStatus,
     Resolution,
@@ -39,7 +39,6 @@ impl Recovery {
     pub(crate) fn on_command(
         &mut self,
         ctx: &mut Context<'_>,
-        record: &Record,
         cmd: ContactCommand,
     ) -> Result<(), ProcessError> {
         let action = match cmd.kind {
@@ -56,10 +55,8 @@ impl Recovery {
             }
             _ => return Ok(()),
         };
-        let contact = record
-            .key
-            .clone()
-            .unwrap_or_else(|| cmd.contact_id.clone().into_bytes());
+        // Tenant and contact: contact ids collide across tenants.
+        let contact = callstream_kit::keys::contact_key(&cmd.tenant_id, &cmd.contact_id);
         let mut state = Self::load(ctx, &contact)?;
         if !state.remember_command(cmd.event_id) {
             return Ok(());

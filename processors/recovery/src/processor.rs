@@ -173,10 +173,8 @@ impl Recovery {
 
     fn on_missing(&mut self, ctx: &mut Context<'_>, record: &Record) -> Result<(), ProcessError> {
         let missing: CompletionMissing = decode(record)?;
-        let contact = record
-            .key
-            .clone()
-            .unwrap_or_else(|| missing.contact_id.clone().into_bytes());
+        // Tenant and contact: contact ids collide across tenants.
+        let contact = callstream_kit::keys::contact_key(&missing.tenant_id, &missing.contact_id);
         let mut state = Self::load(ctx, &contact)?;
         if state.find(&missing.launch_id).is_some() || state.is_closed(&missing.launch_id) {
             return Ok(());
@@ -206,10 +204,8 @@ impl Recovery {
 
     fn on_resolved(&mut self, ctx: &mut Context<'_>, record: &Record) -> Result<(), ProcessError> {
         let resolved: CompletionResolved = decode(record)?;
-        let contact = record
-            .key
-            .clone()
-            .unwrap_or_else(|| resolved.contact_id.clone().into_bytes());
+        // Tenant and contact: contact ids collide across tenants.
+        let contact = callstream_kit::keys::contact_key(&resolved.tenant_id, &resolved.contact_id);
         let mut state = Self::load(ctx, &contact)?;
         let now = ctx.wall_clock_ms();
         match state.find(&resolved.launch_id) {
@@ -252,7 +248,7 @@ impl Processor for Recovery {
             self.on_resolved(ctx, record)
         } else if record.topic == self.names.commands {
             let command: ContactCommand = decode(record)?;
-            self.on_command(ctx, record, command)
+            self.on_command(ctx, command)
         } else {
             Err(ProcessError::Invalid(format!(
                 "recovery does not read topic {}",
