@@ -1,7 +1,6 @@
 //! The gateway against the dev stack's real broker (`cargo xtask up`; run
 //! by `cargo xtask test`): what lands on the topics, keyed how, encoded how,
 //! and co-partitioned with the Java clients. Each test has its own topics.
-#![allow(clippy::unwrap_used)]
 
 mod utils;
 

@@ -1,7 +1,6 @@
 //! The gateway as a server on a real socket and the real broker: graceful
 //! shutdown lets an in-flight request finish (and its record land) before
 //! `serve` returns, and stops accepting new connections.
-#![allow(clippy::unwrap_used)]
 
 mod utils;
 

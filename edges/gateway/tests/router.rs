@@ -1,7 +1,6 @@
 //! Every refusal class, through the router without a socket. The gateway's
 //! producer points at a broker that does not exist, so a request that got
 //! as far as Kafka would answer 503: every 4xx here was decided before it.
-#![allow(clippy::unwrap_used)]
 
 mod utils;
 

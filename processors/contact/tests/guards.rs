@@ -1,6 +1,5 @@
 //! Every launch-time guard, through the processor on the in-memory driver:
 //! what a `launch_due` becomes on the contact's latest state.
-#![allow(clippy::unwrap_used)]
 
 mod common;
 

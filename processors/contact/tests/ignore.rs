@@ -1,7 +1,6 @@
 //! An operator's `ignore` is judged here unless it names a missing-completion case
 //! (recovery's): the holding exception releases the hold, any other exception is closed
 //! as ignored, each audited exactly once; a case's exceptions are left to recovery.
-#![allow(clippy::unwrap_used)]
 
 mod common;
 

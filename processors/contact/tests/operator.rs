@@ -1,6 +1,5 @@
 //! Operator commands on the contact-commands topic: each acts on the
 //! contact's jobs and leaves an audit event with the operator as actor.
-#![allow(clippy::unwrap_used)]
 
 mod common;
 

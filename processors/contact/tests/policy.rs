@@ -1,7 +1,6 @@
 //! Every branch of the next-step policy, through the processor on the
 //! in-memory driver: what a final call outcome sends to the scheduler, the
 //! CRM and the exceptions, and where it leaves the contact.
-#![allow(clippy::unwrap_used)]
 
 mod common;
 

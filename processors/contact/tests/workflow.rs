@@ -2,7 +2,6 @@
 //! nothing, backward or stale transitions are counted and never applied,
 //! bad input is dead-lettered, and the same input always gives the same
 //! output bytes, across restarts too.
-#![allow(clippy::unwrap_used)]
 
 mod common;
 

@@ -5,7 +5,6 @@
 //! the simulator holds every note, task and call exactly once, every
 //! command ended applied (or failed with an exception), and no window of
 //! the CRM's limit ever saw more requests than the limit.
-#![allow(clippy::unwrap_used)]
 
 mod e2e;
 

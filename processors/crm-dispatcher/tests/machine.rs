@@ -2,7 +2,6 @@
 //! and the ledger, order per contact, parked retries that hold only their
 //! own contact, reconciliation of unknown outcomes and lost results, and
 //! the stale-update rule.
-#![allow(clippy::unwrap_used)]
 
 mod kit;
 

@@ -17,7 +17,6 @@
 //!   never over it (no window above 100, no 429);
 //! - afterwards: every command applied once, in order per contact, and no
 //!   duplicate create in the simulator.
-#![allow(clippy::unwrap_used)]
 
 mod e2e;
 

@@ -5,7 +5,6 @@
 //! kept command exactly once (searched for first: the 503s may have
 //! applied it), in order per contact, closes the exception and is audited;
 //! a second retry of the same exception is rejected and writes nothing.
-#![allow(clippy::unwrap_used)]
 
 mod e2e;
 

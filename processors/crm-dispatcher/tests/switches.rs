@@ -3,7 +3,6 @@
 //! reaches the CRM; switched on, the next command is applied without a
 //! restart, and a replayed suppressed command too; shadow mode sends
 //! nothing; a stale contact update is skipped and leaves the newer value.
-#![allow(clippy::unwrap_used)]
 
 mod e2e;
 

@@ -2,8 +2,6 @@
 //! hand: recovered, still in progress (bounded), not found, failing
 //! (bounded, jittered), lost results and late completions.
 
-#![allow(clippy::unwrap_used)] // test code: a panic is a failed assertion
-
 mod common;
 
 use callstream_completion_detector::ids as case_ids;

@@ -2,8 +2,6 @@
 //! each acts on its case with the operator as actor, a repeat does nothing,
 //! and one that finds no case is audited as rejected.
 
-#![allow(clippy::unwrap_used)] // test code: a panic is a failed assertion
-
 mod common;
 
 use callstream_platform::topics;

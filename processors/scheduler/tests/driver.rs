@@ -3,7 +3,6 @@
 //! refusal at the horizon, a cancel that frees its slot, LaunchDue at the
 //! slot's time by the wall clock, duplicates, tenants apart, control
 //! changes and refused input.
-#![allow(clippy::unwrap_used)] // tests may unwrap: a panic is the failure report
 
 mod common;
 

@@ -1,7 +1,6 @@
 //! Replays on the in-memory driver: restarts mid-stream (with a cold grid
 //! cache, as a new instance has) change no output, and the same input
 //! gives the same event ids.
-#![allow(clippy::unwrap_used)] // tests may unwrap: a panic is the failure report
 
 mod common;
 

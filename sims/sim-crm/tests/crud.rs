@@ -1,6 +1,5 @@
 //! HubSpot's object endpoints over real HTTP: create with associations,
 //! read, update, search, and HubSpot-shaped refusals.
-#![allow(clippy::unwrap_used)]
 
 mod utils;
 

@@ -2,7 +2,6 @@
 //! applied and then answered past the client's timeout (visible to search;
 //! a blind retry duplicates it, and the stats say so), 5xx and slow answers
 //! at their configured rates, and a search index that lags behind writes.
-#![allow(clippy::unwrap_used)]
 
 mod utils;
 

@@ -2,7 +2,6 @@
 //! refused with 429, `Retry-After` and HubSpot's body; each token has its
 //! own window; the stats show the most requests that ever arrived in one
 //! window, which is what a client's compliance is checked against.
-#![allow(clippy::unwrap_used)]
 
 mod utils;
 

@@ -1,7 +1,6 @@
 //! Twilio's call endpoints over real HTTP: the create answer, fetch, the
 //! list with Twilio's filter names and paging, the Events subresource, and
 //! Twilio-shaped refusals.
-#![allow(clippy::unwrap_used)]
 
 mod utils;
 

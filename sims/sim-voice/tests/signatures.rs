@@ -2,7 +2,6 @@
 //! callbacks verify with the gateway's `X-Twilio-Signature` verifier and
 //! parse with its Twilio provider; analyses verify with its Standard
 //! Webhooks verifier and parse with its JSON provider.
-#![allow(clippy::unwrap_used)]
 
 mod utils;
 

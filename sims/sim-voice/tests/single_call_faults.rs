@@ -2,7 +2,6 @@
 //! still plays out, injected create errors make no call, lost calls are
 //! not found once they end, and the runtime config endpoint refuses bad
 //! changes.
-#![allow(clippy::unwrap_used)]
 
 mod utils;
 

@@ -3,7 +3,7 @@
 //! simulator and a callback sink on port 0, launch commands in, and the
 //! committed `call-launches` read back as a `read_committed` consumer sees
 //! them.
-#![allow(dead_code, clippy::unwrap_used)]
+#![allow(dead_code)]
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};

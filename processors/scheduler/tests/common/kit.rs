@@ -1,7 +1,7 @@
 //! The scheduler on the in-memory driver, set up for the driver tests:
 //! tenants `acme` (grid 75 s × 1, Chicago, weekdays 09-17, 15 min buffer)
 //! and `beta`, starting on Friday 2024-06-07 10:00 in Chicago.
-#![allow(dead_code)] // each test binary uses part of it
+#![allow(dead_code, clippy::unwrap_used)] // each test binary uses part of it; its helpers unwrap
 
 use callstream_platform::Topics;
 use callstream_runtime::{header, Input, Produced, TestDriver};
