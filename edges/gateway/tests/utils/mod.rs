@@ -16,7 +16,7 @@ use callstream_gateway::event::ProviderKind;
 use callstream_gateway::secret::Secret;
 use callstream_gateway::testkit;
 use callstream_gateway::verify::standard_webhooks::decode_secret;
-use callstream_gateway::verify::FixedClock;
+use callstream_gateway::verify::ManualClock;
 use callstream_gateway::{app, AppState, GatewayConfig};
 use callstream_platform::topics::{TopicKind, CALL_EVENTS, CONTACT_COMMANDS};
 use callstream_platform::{KafkaSettings, Topics};
@@ -72,12 +72,12 @@ pub struct Gateway {
     pub config: GatewayConfig,
     pub state: AppState,
     pub router: Router,
-    pub clock: FixedClock,
+    pub clock: ManualClock,
 }
 
 impl Gateway {
     pub fn new(config: GatewayConfig) -> Self {
-        let clock = FixedClock::at(now_unix());
+        let clock = ManualClock::new(now_unix() * 1_000);
         let state =
             AppState::with_parts(&config, Arc::new(AvroCodec), Arc::new(clock.clone())).unwrap();
         Self {
