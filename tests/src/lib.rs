@@ -9,6 +9,7 @@
 //! Helpers return `anyhow::Result` rather than a typed error: their only callers are tests,
 //! where an error is a failure report, and the context says which step failed.
 
+pub mod fixtures;
 pub mod postgres;
 pub mod runtime;
 

@@ -12,6 +12,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
+use callstream_e2e::fixtures;
 use callstream_operator_api::{app, create_token, state, Role};
 use callstream_platform::topics as t;
 use callstream_schemas::{
@@ -62,25 +63,17 @@ fn exception(
     status: ExceptionStatus,
 ) -> ExceptionEvent {
     ExceptionEvent {
-        event_id: Uuid::new_v4(),
-        tenant_id: "ta".into(),
-        occurred_at: Utc::now(),
-        causation_id: None,
-        correlation_id: None,
-        exception_id: Uuid::new_v4(),
-        status,
-        exception_type,
-        urgent: false,
-        contact_id: contact.into(),
-        campaign_id: None,
-        job_id: None,
-        launch_id: None,
-        call_id: None,
         operation_id: Some(Uuid::new_v4()),
         reason: "crm_retries_exhausted".into(),
-        detail: None,
-        actor: Actor::system("crm-dispatcher"),
-        assignee: None,
+        ..fixtures::exception(
+            "ta",
+            contact,
+            Uuid::new_v4(),
+            status,
+            exception_type,
+            Actor::system("crm-dispatcher"),
+            Utc::now(),
+        )
     }
 }
 
@@ -167,21 +160,21 @@ async fn an_open_crm_failed_exception_is_retried_through_crm_commands() -> Resul
     );
 
     // The dispatcher audits it; the commands view reports that.
+    let subject = failed.exception_id.to_string();
     let audit = AuditEvent {
-        event_id: Uuid::new_v4(),
-        tenant_id: "ta".into(),
-        occurred_at: Utc::now(),
         causation_id: Some(command_id),
         correlation_id: Some(command_id),
-        actor: command.actor.clone(),
-        action: "crm.retry".into(),
-        subject_type: "exception".into(),
-        subject_id: failed.exception_id.to_string(),
         contact_id: Some("c1".into()),
         command_id: Some(command_id),
-        result: AuditResult::Applied,
         reason: Some("retried".into()),
-        detail: None,
+        ..fixtures::audit(
+            "ta",
+            command.actor.clone(),
+            "crm.retry",
+            ("exception", &subject),
+            AuditResult::Applied,
+            Utc::now(),
+        )
     };
     let producer = callstream_e2e::producer()?;
     let topic = env.views.topics.name(t::AUDIT);

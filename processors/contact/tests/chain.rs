@@ -4,7 +4,6 @@
 //! the contact processor guards and launches; a voicemail result plans a
 //! retry that goes round the same loop. Both processors are stopped and
 //! restarted mid-stream; every job still launches exactly once.
-#![allow(clippy::unwrap_used)]
 
 mod common;
 
@@ -13,10 +12,10 @@ use std::time::Duration;
 
 use anyhow::{Context as _, Result};
 use callstream_e2e::runtime::{reader, Running};
-use callstream_e2e::{producer, unique_name};
+use callstream_e2e::{fixtures, producer, unique_name};
 use callstream_platform::{KafkaSettings, Topics};
 use callstream_schemas::*;
-use chrono::{Timelike, Utc};
+use chrono::Utc;
 use common::*;
 use rdkafka::message::Message;
 use rdkafka::producer::{FutureProducer, FutureRecord};
@@ -54,18 +53,6 @@ async fn collect<E: Event>(topic: &str, expected: usize, wait: Duration) -> Resu
             Err(_) if out.len() >= expected => return Ok(out),
             Err(_) => anyhow::bail!("{topic}: {} of {expected} in time", out.len()),
         }
-    }
-}
-
-/// A fixed-offset zone where it is about noon now, so federal hours allow
-/// calls whenever the test runs.
-fn noon_zone() -> String {
-    let offset = 12 - i32::try_from(Utc::now().hour()).unwrap();
-    // Etc/GMT signs are inverted: Etc/GMT-3 is UTC+3.
-    match offset {
-        0 => "Etc/GMT".to_owned(),
-        o if o > 0 => format!("Etc/GMT-{o}"),
-        o => format!("Etc/GMT+{}", -o),
     }
 }
 
@@ -135,7 +122,7 @@ async fn launch_requests_go_round_contact_and_scheduler_to_launch_commands() -> 
 
     let (contact_app, scheduler_app) = (unique_name("contact"), unique_name("scheduler"));
     let (contact, scheduler) = start_both(&topics, &contact_app, &scheduler_app);
-    let zone = noon_zone();
+    let zone = fixtures::noon_zone();
     let now = Utc::now();
     for i in 0..CONTACTS {
         let mut request = launch_request(&format!("c{i}"), CAMPAIGN, "r1");

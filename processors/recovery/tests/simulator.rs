@@ -14,12 +14,12 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use callstream_completion_detector::ids as case_ids;
 use callstream_e2e::runtime::{reader, Running};
-use callstream_e2e::{produce, producer, unique_name};
+use callstream_e2e::{fixtures, produce, producer, unique_name};
 use callstream_platform::{topics, KafkaSettings, Topics};
 use callstream_recovery::protocol::{FetchRequest, FetchResult};
 use callstream_recovery::{effect_runner, ids, processor, spec, TwilioFetcher, APP_ID};
 use callstream_schemas::{
-    AuditEvent, CallEvent, CallEventSource, CallOutcome, CompletionMissing, Event, MissingTrigger,
+    AuditEvent, CallEvent, CallEventSource, CallOutcome, CompletionMissing, Event,
 };
 use rdkafka::consumer::StreamConsumer;
 use rdkafka::message::Message;
@@ -171,21 +171,8 @@ fn missing_event(call: &Placed) -> CompletionMissing {
     let now = chrono::Utc::now();
     CompletionMissing {
         event_id: case_ids::missing_event_id(&call.launch),
-        tenant_id: TENANT.into(),
-        occurred_at: now,
-        causation_id: None,
-        correlation_id: None,
-        launch_id: call.launch,
-        job_id: None,
-        contact_id: call.contact.clone(),
         campaign_id: Some("campaign-1".into()),
-        provider: "twilio".into(),
-        provider_call_id: call.sid.clone(),
-        accepted_at: now,
-        deadline_at: now,
-        window_ms: 0,
-        grace_ms: 0,
-        trigger: MissingTrigger::WallClock,
+        ..fixtures::completion_missing(TENANT, &call.contact, call.launch, &call.sid, now)
     }
 }
 

@@ -4,6 +4,7 @@
 //! missing and recovered, exceptions opened and resolved, control changes and operator
 //! commands with their audit events. `Expected` says what the views must then hold.
 
+use callstream_e2e::fixtures;
 use callstream_schemas::*;
 use chrono::{DateTime, Duration, Utc};
 use uuid::Uuid;
@@ -203,35 +204,20 @@ pub fn plan(
     replaces: Option<Uuid>,
     t: DateTime<Utc>,
 ) -> ScheduleRequest {
-    let (event_id, causation_id) = env_ids();
     ScheduleRequest {
-        event_id,
-        tenant_id: tenant.into(),
-        occurred_at: t,
-        causation_id,
-        correlation_id: None,
-        kind: ScheduleRequestKind::Plan,
-        job_id: job,
-        contact_id: contact.into(),
-        campaign_id: campaign.into(),
         origin: if replaces.is_some() {
             JobOrigin::WindowMove
         } else {
             JobOrigin::CampaignEntry
         },
-        earliest_at: Some(t),
-        requested_at: None,
         replaces_job_id: replaces,
         reason: if replaces.is_some() {
             "outside_window".into()
         } else {
             "campaign_entry".into()
         },
-        reason_detail: None,
-        time_zone: Some("America/Chicago".into()),
         time_zone_source: Some(ZoneSource::Contact),
-        windows: vec![],
-        attempt: Some(1),
+        ..fixtures::schedule_plan(tenant, contact, campaign, job, t)
     }
 }
 
@@ -276,24 +262,7 @@ pub fn launch_command(
     launch: Uuid,
     t: DateTime<Utc>,
 ) -> LaunchCommand {
-    LaunchCommand {
-        event_id: Uuid::new_v4(),
-        tenant_id: tenant.into(),
-        occurred_at: t,
-        causation_id: None,
-        correlation_id: None,
-        launch_id: launch,
-        job_id: job,
-        contact_id: contact.into(),
-        campaign_id: campaign.into(),
-        origin: JobOrigin::CampaignEntry,
-        attempt: 1,
-        to_number: "+13125550100".into(),
-        from_number: None,
-        provider: None,
-        slot_at: t,
-        expires_at: None,
-    }
+    fixtures::launch_command(tenant, contact, campaign, launch, job, "+13125550100", t)
 }
 
 pub fn call_launch(
@@ -305,23 +274,16 @@ pub fn call_launch(
     t: DateTime<Utc>,
 ) -> CallLaunch {
     CallLaunch {
-        event_id: Uuid::new_v4(),
-        tenant_id: tenant.into(),
-        occurred_at: t,
-        causation_id: None,
-        correlation_id: None,
-        launch_id: launch,
-        job_id: job,
-        contact_id: contact.into(),
-        campaign_id: campaign.into(),
-        status: LaunchStatus::Accepted,
-        provider: "twilio".into(),
         provider_call_id: Some(format!("CA{}", launch.simple())),
-        attempts: 1,
-        requested_at: t,
-        reconciled: false,
-        reason: None,
-        reason_detail: None,
+        ..fixtures::call_launch(
+            tenant,
+            contact,
+            campaign,
+            launch,
+            job,
+            LaunchStatus::Accepted,
+            t,
+        )
     }
 }
 
@@ -333,30 +295,18 @@ pub fn call_event(
     source: CallEventSource,
     t: DateTime<Utc>,
 ) -> CallEvent {
+    let call = format!("CA{}", launch.simple());
     CallEvent {
-        event_id: Uuid::new_v4(),
-        tenant_id: tenant.into(),
-        occurred_at: t,
-        causation_id: None,
-        correlation_id: None,
-        provider: "twilio".into(),
-        integration_id: None,
         provider_event_id: Uuid::new_v4().to_string(),
-        call_id: format!("CA{}", launch.simple()),
-        contact_id: contact.into(),
         launch_id: Some(launch),
         campaign_id: Some(campaign.into()),
         source,
-        // Consistent with the outcome: the raw status wins over the stated one.
-        provider_status: "completed".into(),
+        // Consistent with the outcome: the raw status (`completed`, below) wins over the
+        // stated one.
         outcome: CallOutcome::Voicemail,
         answered_by: Some("machine_end_beep".into()),
         duration_seconds: Some(30),
-        sequence_number: None,
-        provider_error: None,
-        reported_time_zone: None,
-        received_at: t,
-        analysis: None,
+        ..fixtures::call_event(tenant, contact, &call, "completed", t)
     }
 }
 
@@ -368,23 +318,14 @@ pub fn missing(
     launch: Uuid,
     t: DateTime<Utc>,
 ) -> CompletionMissing {
+    let call = format!("CA{}", launch.simple());
     CompletionMissing {
-        event_id: Uuid::new_v4(),
-        tenant_id: tenant.into(),
-        occurred_at: t,
-        causation_id: None,
-        correlation_id: None,
-        launch_id: launch,
         job_id: Some(job),
-        contact_id: contact.into(),
         campaign_id: Some(campaign.into()),
-        provider: "twilio".into(),
-        provider_call_id: format!("CA{}", launch.simple()),
         accepted_at: t - Duration::minutes(21),
-        deadline_at: t,
         window_ms: 1_200_000,
         grace_ms: 60_000,
-        trigger: MissingTrigger::WallClock,
+        ..fixtures::completion_missing(tenant, contact, launch, &call, t)
     }
 }
 
@@ -420,54 +361,32 @@ pub fn exception(
     status: ExceptionStatus,
     t: DateTime<Utc>,
 ) -> ExceptionEvent {
+    let actor = if status == ExceptionStatus::Open {
+        Actor::system("contact")
+    } else {
+        Actor::operator("ops@example.com")
+    };
     ExceptionEvent {
-        event_id: Uuid::new_v4(),
-        tenant_id: tenant.into(),
-        occurred_at: t,
-        causation_id: None,
-        correlation_id: None,
-        exception_id: id,
-        status,
-        exception_type: ExceptionType::UrgentRequest,
         urgent: true,
-        contact_id: contact.into(),
-        campaign_id: None,
-        job_id: None,
-        launch_id: None,
-        call_id: None,
-        operation_id: None,
         reason: "wants_person".into(),
-        detail: None,
-        actor: if status == ExceptionStatus::Open {
-            Actor::system("contact")
-        } else {
-            Actor::operator("ops@example.com")
-        },
-        assignee: None,
+        ..fixtures::exception(
+            tenant,
+            contact,
+            id,
+            status,
+            ExceptionType::UrgentRequest,
+            actor,
+            t,
+        )
     }
 }
 
 pub fn operator_command(tenant: &str, contact: &str, t: DateTime<Utc>) -> ContactCommand {
+    let actor = Actor::operator("ops@example.com");
     ContactCommand {
-        event_id: Uuid::new_v4(),
-        tenant_id: tenant.into(),
-        occurred_at: t,
-        causation_id: None,
-        correlation_id: None,
-        kind: ContactCommandKind::RetryNow,
-        contact_id: contact.into(),
-        actor: Actor::operator("ops@example.com"),
-        request_id: None,
-        campaign_id: None,
-        job_id: None,
-        launch_id: None,
-        exception_id: None,
         origin: Some(JobOrigin::OperatorRetry),
-        slot: None,
-        slot_at: None,
-        requested_at: None,
-        contact: None,
         reason: Some("asked".into()),
+        ..fixtures::contact_command(tenant, contact, ContactCommandKind::RetryNow, actor, t)
     }
 }
 
@@ -478,20 +397,17 @@ pub fn audit(
     t: DateTime<Utc>,
 ) -> AuditEvent {
     AuditEvent {
-        event_id: Uuid::new_v4(),
-        tenant_id: tenant.into(),
-        occurred_at: t,
         causation_id: command,
-        correlation_id: None,
-        actor: Actor::system("contact"),
-        action: "command.retry_now".into(),
-        subject_type: "contact".into(),
-        subject_id: contact.unwrap_or("-").into(),
         contact_id: contact.map(Into::into),
         command_id: command,
-        result: AuditResult::Applied,
-        reason: None,
-        detail: None,
+        ..fixtures::audit(
+            tenant,
+            Actor::system("contact"),
+            "command.retry_now",
+            ("contact", contact.unwrap_or("-")),
+            AuditResult::Applied,
+            t,
+        )
     }
 }
 
@@ -502,19 +418,13 @@ pub fn control(
     t: DateTime<Utc>,
 ) -> ControlChange {
     ControlChange {
-        event_id: Uuid::new_v4(),
-        tenant_id: tenant.into(),
-        occurred_at: t,
-        causation_id: None,
-        correlation_id: None,
-        setting,
-        campaign_id: None,
-        new_value: ControlValue {
-            enabled,
-            ..ControlValue::default()
-        },
-        old_value: None,
-        actor: Actor::operator("admin@example.com"),
         reason: Some("test".into()),
+        ..fixtures::switch(
+            tenant,
+            setting,
+            enabled,
+            Actor::operator("admin@example.com"),
+            t,
+        )
     }
 }

@@ -4,6 +4,7 @@
 #![allow(dead_code, clippy::unwrap_used)]
 
 use callstream_contact::{processor_with_metrics, spec, ContactConfig, ContactMetrics, APP_ID};
+use callstream_e2e::fixtures;
 use callstream_platform::Topics;
 use callstream_runtime::{header, Input, Processor, TestDriver};
 use callstream_schemas::*;
@@ -26,10 +27,6 @@ pub fn at(y: i32, mo: u32, d: u32, h: u32, mi: u32) -> DateTime<Utc> {
 
 pub fn minutes(n: i64) -> chrono::TimeDelta {
     chrono::TimeDelta::minutes(n)
-}
-
-fn id(parts: &str) -> Uuid {
-    Uuid::new_v5(&Uuid::NAMESPACE_OID, parts.as_bytes())
 }
 
 pub struct Harness<P: Processor> {
@@ -60,39 +57,32 @@ pub fn harness_with(metrics: ContactMetrics) -> Harness<impl Processor> {
 }
 
 pub fn launch_request(contact: &str, campaign: &str, request: &str) -> ContactCommand {
+    let intake = Actor {
+        kind: ActorKind::Integration,
+        id: "launch-intake".into(),
+    };
     ContactCommand {
-        event_id: id(&format!("lr/{contact}/{request}")),
-        tenant_id: TENANT.into(),
-        occurred_at: t0(),
-        causation_id: None,
-        correlation_id: None,
-        kind: ContactCommandKind::LaunchRequest,
-        contact_id: contact.into(),
-        actor: Actor {
-            kind: ActorKind::Integration,
-            id: "launch-intake".into(),
-        },
+        event_id: fixtures::id(&format!("lr/{contact}/{request}")),
         request_id: Some(request.into()),
         campaign_id: Some(campaign.into()),
-        job_id: None,
-        launch_id: None,
-        exception_id: None,
-        origin: None,
-        slot: None,
-        slot_at: None,
-        requested_at: None,
         contact: Some(ContactDetails {
             phone_number: Some(PHONE.into()),
             ..ContactDetails::default()
         }),
-        reason: None,
+        ..fixtures::contact_command(
+            TENANT,
+            contact,
+            ContactCommandKind::LaunchRequest,
+            intake,
+            t0(),
+        )
     }
 }
 
 /// An operator (or scheduler) command of `kind` about `contact`.
 pub fn command(kind: ContactCommandKind, contact: &str, name: &str) -> ContactCommand {
     ContactCommand {
-        event_id: id(&format!("cmd/{contact}/{name}")),
+        event_id: fixtures::id(&format!("cmd/{contact}/{name}")),
         kind,
         actor: Actor::operator("ops@acme"),
         request_id: None,
@@ -131,28 +121,12 @@ pub fn call_event(
     occurred_at: DateTime<Utc>,
 ) -> CallEvent {
     CallEvent {
-        event_id: id(&format!("ce/{call_id}/{status}/{answered_by:?}")),
-        tenant_id: TENANT.into(),
-        occurred_at,
-        causation_id: None,
-        correlation_id: None,
-        provider: "twilio".into(),
+        event_id: fixtures::id(&format!("ce/{call_id}/{status}/{answered_by:?}")),
         integration_id: Some("twilio-main".into()),
-        provider_event_id: format!("{call_id}:{status}"),
-        call_id: call_id.into(),
-        contact_id: contact.into(),
         launch_id: launch,
-        campaign_id: None,
-        source: CallEventSource::Live,
-        provider_status: status.into(),
-        outcome: CallOutcome::Unknown,
         answered_by: answered_by.map(str::to_owned),
         duration_seconds: Some(42),
-        sequence_number: None,
-        provider_error: None,
-        reported_time_zone: None,
-        received_at: occurred_at,
-        analysis: None,
+        ..fixtures::call_event(TENANT, contact, call_id, status, occurred_at)
     }
 }
 
@@ -174,19 +148,8 @@ pub fn control_change(
     campaign: Option<&str>,
     value: ControlValue,
 ) -> ControlChange {
-    ControlChange {
-        event_id: Uuid::new_v4(),
-        tenant_id: TENANT.into(),
-        occurred_at: t0(),
-        causation_id: None,
-        correlation_id: None,
-        setting,
-        campaign_id: campaign.map(str::to_owned),
-        new_value: value,
-        old_value: None,
-        actor: Actor::operator("ops@acme"),
-        reason: None,
-    }
+    let actor = Actor::operator("ops@acme");
+    fixtures::control_change(TENANT, setting, campaign, value, actor, t0())
 }
 
 pub fn decode_all<E: Event>(produced: Vec<&callstream_runtime::Produced>) -> Vec<E> {

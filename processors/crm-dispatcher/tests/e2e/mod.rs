@@ -13,11 +13,13 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, Result};
 use callstream_crm_dispatcher::{self as crm, CrmDispatcherConfig};
 use callstream_e2e::runtime::{reader, Running};
-use callstream_e2e::{bootstrap_servers, create_topic, create_topic_with, produce, unique_name};
+use callstream_e2e::{
+    bootstrap_servers, create_topic, create_topic_with, fixtures, produce, unique_name,
+};
 use callstream_platform::Topics;
 use callstream_schemas::{
-    Actor, AuditEvent, ContactCommand, ContactCommandKind, ControlChange, ControlSetting,
-    ControlValue, CrmAction, CrmCommand, CrmResult, CrmResultStatus, Event, ExceptionEvent,
+    Actor, AuditEvent, ContactCommand, ContactCommandKind, ControlSetting, CrmAction, CrmCommand,
+    CrmResult, CrmResultStatus, Event, ExceptionEvent,
 };
 use callstream_sim_crm::{CrmBehaviour, CrmState, SimCrmConfig};
 use rdkafka::message::Message;
@@ -162,22 +164,8 @@ impl Stack {
 
     /// Sets a tenant switch on the control topic.
     pub async fn switch(&self, setting: ControlSetting, enabled: bool) -> Result<()> {
-        let change = ControlChange {
-            event_id: Uuid::new_v4(),
-            tenant_id: TENANT.into(),
-            occurred_at: chrono::Utc::now(),
-            causation_id: None,
-            correlation_id: None,
-            setting,
-            campaign_id: None,
-            new_value: ControlValue {
-                enabled: Some(enabled),
-                ..ControlValue::default()
-            },
-            old_value: None,
-            actor: Actor::operator("test"),
-            reason: None,
-        };
+        let actor = Actor::operator("test");
+        let change = fixtures::switch(TENANT, setting, Some(enabled), actor, chrono::Utc::now());
         produce(
             &self.producer,
             &self.topics.name("control"),
@@ -285,26 +273,19 @@ impl Stack {
 /// `POST /v1/exceptions/{id}/retry` publishes it.
 pub fn retry_request(contact: &str, exception: Uuid) -> ContactCommand {
     let id = Uuid::new_v4();
+    let actor = Actor::operator("test-operator");
     ContactCommand {
         event_id: id,
-        tenant_id: TENANT.into(),
-        occurred_at: chrono::Utc::now(),
-        causation_id: None,
         correlation_id: Some(id),
-        kind: ContactCommandKind::RetryNow,
-        contact_id: contact.into(),
-        actor: Actor::operator("test-operator"),
-        request_id: None,
-        campaign_id: None,
-        job_id: None,
-        launch_id: None,
         exception_id: Some(exception),
-        origin: None,
-        slot: None,
-        slot_at: None,
-        requested_at: None,
-        contact: None,
         reason: Some("the CRM is back".into()),
+        ..fixtures::contact_command(
+            TENANT,
+            contact,
+            ContactCommandKind::RetryNow,
+            actor,
+            chrono::Utc::now(),
+        )
     }
 }
 
@@ -316,22 +297,12 @@ pub fn command(contact: &str, action: CrmAction, seq: u64, fact_ms: i64) -> CrmC
         properties.insert("callstream_seq".to_owned(), seq.to_string());
     }
     CrmCommand {
-        event_id: Uuid::new_v4(),
-        tenant_id: TENANT.into(),
-        occurred_at: at,
-        causation_id: None,
-        correlation_id: None,
-        operation_id: Uuid::new_v4(),
-        contact_id: contact.into(),
-        action,
         call_id: Some(format!("call-{seq}")),
         campaign_id: Some("camp-1".into()),
-        fact_at: at,
         properties,
         subject: Some(format!("step {seq}")),
         body: Some(format!("seq {seq}")),
-        due_at: None,
-        owner_id: None,
+        ..fixtures::crm_command(TENANT, contact, Uuid::new_v4(), action, at)
     }
 }
 

@@ -3,15 +3,14 @@
 //! readers for the effects asked for and the records emitted.
 #![allow(dead_code, clippy::unwrap_used)]
 
-use std::collections::BTreeMap;
-
 use callstream_crm_dispatcher::wire::{CrmRequest, EffectCall, Outcome};
 use callstream_crm_dispatcher::{self as crm, ControlTable, CrmDispatcher, CrmDispatcherConfig};
+use callstream_e2e::fixtures;
 use callstream_platform::Topics;
 use callstream_runtime::{EffectRequest, Input, TestDriver};
 use callstream_schemas::{
-    Actor, AuditEvent, ContactCommand, ContactCommandKind, ControlChange, ControlSetting,
-    ControlValue, CrmAction, CrmCommand, CrmResult, CrmResultStatus, Event, ExceptionEvent,
+    Actor, AuditEvent, ContactCommand, ContactCommandKind, ControlSetting, CrmAction, CrmCommand,
+    CrmResult, CrmResultStatus, Event, ExceptionEvent,
 };
 use chrono::DateTime;
 use uuid::Uuid;
@@ -34,23 +33,14 @@ pub struct Kit {
 
 /// A command numbered `n` (its operation id), for `contact`.
 pub fn command(n: u128, contact: &str, action: CrmAction) -> CrmCommand {
+    let at = DateTime::from_timestamp_millis(START).unwrap();
     CrmCommand {
         event_id: Uuid::from_u128(0xe000 + n),
-        tenant_id: TENANT.into(),
-        occurred_at: DateTime::from_timestamp_millis(START).unwrap(),
-        causation_id: None,
-        correlation_id: None,
-        operation_id: op(n),
-        contact_id: contact.into(),
-        action,
         call_id: Some(format!("call-{n}")),
         campaign_id: Some("camp".into()),
-        fact_at: DateTime::from_timestamp_millis(START).unwrap(),
-        properties: BTreeMap::new(),
         subject: Some(format!("subject {n}")),
         body: Some(format!("body {n}")),
-        due_at: None,
-        owner_id: None,
+        ..fixtures::crm_command(TENANT, contact, op(n), action, at)
     }
 }
 
@@ -72,26 +62,13 @@ pub fn update(n: u128, contact: &str, fact_ms: i64, properties: &[(&str, &str)])
 /// An operator's retry (numbered `n`) of the failed command behind
 /// `exception`, as the operator API publishes it on `crm-commands`.
 pub fn retry_request(n: u128, contact: &str, exception: Uuid) -> ContactCommand {
+    let at = DateTime::from_timestamp_millis(START).unwrap();
+    let actor = Actor::operator("ana");
     ContactCommand {
         event_id: Uuid::from_u128(0xf000 + n),
-        tenant_id: TENANT.into(),
-        occurred_at: DateTime::from_timestamp_millis(START).unwrap(),
-        causation_id: None,
-        correlation_id: None,
-        kind: ContactCommandKind::RetryNow,
-        contact_id: contact.into(),
-        actor: Actor::operator("ana"),
-        request_id: None,
-        campaign_id: None,
-        job_id: None,
-        launch_id: None,
         exception_id: Some(exception),
-        origin: None,
-        slot: None,
-        slot_at: None,
-        requested_at: None,
-        contact: None,
         reason: Some("CRM is back".into()),
+        ..fixtures::contact_command(TENANT, contact, ContactCommandKind::RetryNow, actor, at)
     }
 }
 
@@ -152,22 +129,8 @@ impl Kit {
 
     /// Sets a control flag of the tenant (`None` unsets it).
     pub fn switch(&mut self, setting: ControlSetting, enabled: Option<bool>) {
-        let change = ControlChange {
-            event_id: Uuid::new_v4(),
-            tenant_id: TENANT.into(),
-            occurred_at: DateTime::from_timestamp_millis(START).unwrap(),
-            causation_id: None,
-            correlation_id: None,
-            setting,
-            campaign_id: None,
-            new_value: ControlValue {
-                enabled,
-                ..ControlValue::default()
-            },
-            old_value: None,
-            actor: Actor::operator("ops"),
-            reason: None,
-        };
+        let at = DateTime::from_timestamp_millis(START).unwrap();
+        let change = fixtures::switch(TENANT, setting, enabled, Actor::operator("ops"), at);
         let topic = self.config.topics.name("control");
         self.driver.set_global(
             &topic,

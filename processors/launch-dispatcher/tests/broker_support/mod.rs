@@ -9,16 +9,13 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _, Result};
-use callstream_e2e::unique_name;
+use callstream_e2e::{fixtures, unique_name};
 use callstream_launch_dispatcher::DispatcherConfig;
 use callstream_platform::topics::{
     TopicKind, AUDIT, CALL_LAUNCHES, CONTROL, DEAD_LETTERS, EXCEPTIONS, LAUNCH_COMMANDS,
 };
 use callstream_platform::{KafkaSettings, Topics};
-use callstream_schemas::{
-    CallLaunch, ControlChange, ControlSetting, ControlValue, Event, JobOrigin, LaunchCommand,
-    LaunchStatus,
-};
+use callstream_schemas::{CallLaunch, ControlSetting, Event, LaunchCommand, LaunchStatus};
 use callstream_sim_voice::config::DEFAULT_ACCOUNT_SID;
 use callstream_sim_voice::{Behaviour, SimState, SimVoiceConfig};
 use chrono::Utc;
@@ -119,25 +116,15 @@ pub fn config(topics: &Topics, sim: &Sim, callbacks: &str) -> DispatcherConfig {
 
 /// A launch command for launch number `n` of a run.
 pub fn command(run: u128, n: u128) -> LaunchCommand {
-    let now = Utc::now();
-    LaunchCommand {
-        event_id: Uuid::new_v4(),
-        tenant_id: TENANT.into(),
-        occurred_at: now,
-        causation_id: None,
-        correlation_id: None,
-        launch_id: Uuid::from_u128((run << 64) | n),
-        job_id: Uuid::new_v4(),
-        contact_id: format!("c-{n}"),
-        campaign_id: "enrol".into(),
-        origin: JobOrigin::CampaignEntry,
-        attempt: 1,
-        to_number: format!("+1555{:07}", n % 10_000_000),
-        from_number: None,
-        provider: None,
-        slot_at: now,
-        expires_at: None,
-    }
+    fixtures::launch_command(
+        TENANT,
+        &format!("c-{n}"),
+        "enrol",
+        Uuid::from_u128((run << 64) | n),
+        Uuid::new_v4(),
+        &format!("+1555{:07}", n % 10_000_000),
+        Utc::now(),
+    )
 }
 
 pub fn run_id() -> u128 {
@@ -186,22 +173,14 @@ pub async fn set_shadow_for(
     tenant: &str,
     on: bool,
 ) -> Result<()> {
-    let change = ControlChange {
-        event_id: Uuid::new_v4(),
-        tenant_id: tenant.into(),
-        occurred_at: Utc::now(),
-        causation_id: None,
-        correlation_id: None,
-        setting: ControlSetting::ShadowMode,
-        campaign_id: None,
-        new_value: ControlValue {
-            enabled: Some(on),
-            ..ControlValue::default()
-        },
-        old_value: None,
-        actor: callstream_schemas::Actor::system("test"),
-        reason: None,
-    };
+    let actor = callstream_schemas::Actor::system("test");
+    let change = fixtures::switch(
+        tenant,
+        ControlSetting::ShadowMode,
+        Some(on),
+        actor,
+        Utc::now(),
+    );
     let topic = topics.name(CONTROL);
     let value = change.encode()?;
     let key = change.record_key();

@@ -6,13 +6,14 @@
 use std::time::Duration;
 
 use callstream_completion_detector::ids as case_ids;
+use callstream_e2e::fixtures;
 use callstream_platform::{topics, Topics};
 use callstream_recovery::protocol::{CallRecord, FetchResult};
 use callstream_recovery::{processor, spec, Recovery, RecoveryConfig, TwilioAccess, APP_ID};
 use callstream_runtime::{EffectRequest, Input, TestDriver};
 use callstream_schemas::{
     Actor, ActorKind, AuditEvent, AuditResult, CompletionMissing, ContactCommand,
-    ContactCommandKind, Event, MissingTrigger,
+    ContactCommandKind, Event,
 };
 use uuid::Uuid;
 
@@ -56,23 +57,16 @@ pub fn sid(n: u128) -> String {
 }
 
 pub fn missing(d: &mut TestDriver<Recovery>, n: u128) {
+    let deadline = chrono::DateTime::from_timestamp_millis(T0).unwrap();
     let event = CompletionMissing {
         event_id: case_ids::missing_event_id(&launch(n)),
-        tenant_id: TENANT.into(),
-        occurred_at: chrono::DateTime::from_timestamp_millis(T0).unwrap(),
-        causation_id: None,
         correlation_id: Some(Uuid::from_u128(0xc0)),
-        launch_id: launch(n),
         job_id: Some(Uuid::from_u128(0x10b)),
-        contact_id: CONTACT.into(),
         campaign_id: Some("campaign-1".into()),
-        provider: "twilio".into(),
-        provider_call_id: sid(n),
         accepted_at: chrono::DateTime::from_timestamp_millis(T0 - 1_320_000).unwrap(),
-        deadline_at: chrono::DateTime::from_timestamp_millis(T0).unwrap(),
         window_ms: 1_200_000,
         grace_ms: 120_000,
-        trigger: MissingTrigger::WallClock,
+        ..fixtures::completion_missing(TENANT, CONTACT, launch(n), &sid(n), deadline)
     };
     d.pipe(Input::new(
         name(topics::COMPLETION_MISSING),
@@ -82,26 +76,13 @@ pub fn missing(d: &mut TestDriver<Recovery>, n: u128) {
 }
 
 pub fn command(d: &mut TestDriver<Recovery>, id: u128, kind: ContactCommandKind, n: Option<u128>) {
+    let at = chrono::DateTime::from_timestamp_millis(T0).unwrap();
+    let actor = Actor::operator("ops@example.com");
     let cmd = ContactCommand {
         event_id: Uuid::from_u128(id),
-        tenant_id: TENANT.into(),
-        occurred_at: chrono::DateTime::from_timestamp_millis(T0).unwrap(),
-        causation_id: None,
-        correlation_id: None,
-        kind,
-        contact_id: CONTACT.into(),
-        actor: Actor::operator("ops@example.com"),
-        request_id: None,
-        campaign_id: None,
-        job_id: None,
         launch_id: n.map(launch),
-        exception_id: None,
-        origin: None,
-        slot: None,
-        slot_at: None,
-        requested_at: None,
-        contact: None,
         reason: Some("checked with the lead".into()),
+        ..fixtures::contact_command(TENANT, CONTACT, kind, actor, at)
     };
     d.pipe(Input::new(
         name(topics::CONTACT_COMMANDS),

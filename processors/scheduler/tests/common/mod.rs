@@ -7,8 +7,9 @@ use std::collections::BTreeMap;
 
 use callstream_control::diff::{change_events, plan_changes, ApplyMeta};
 use callstream_control::ControlFile;
+use callstream_e2e::fixtures;
 use callstream_schemas::{
-    Actor, ControlChange, JobOrigin, ScheduleRequest, ScheduleRequestKind, Timestamp, ZoneSource,
+    Actor, ControlChange, ScheduleRequest, ScheduleRequestKind, Timestamp, ZoneSource,
 };
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
@@ -34,39 +35,20 @@ pub fn at_ms(ms: i64) -> Timestamp {
 
 /// A plan request for job `job` of `contact`, no earlier than `earliest_ms`.
 pub fn plan(tenant: &str, job: u128, contact: &str, earliest_ms: i64) -> ScheduleRequest {
+    let at = at_ms(earliest_ms);
     ScheduleRequest {
-        event_id: Uuid::new_v5(
-            &Uuid::NAMESPACE_OID,
-            format!("plan/{tenant}/{job}").as_bytes(),
-        ),
-        tenant_id: tenant.into(),
-        occurred_at: at_ms(earliest_ms),
-        causation_id: None,
+        event_id: fixtures::id(&format!("plan/{tenant}/{job}")),
         correlation_id: Some(Uuid::from_u128(job + 1_000_000)),
-        kind: ScheduleRequestKind::Plan,
-        job_id: Uuid::from_u128(job),
-        contact_id: contact.into(),
-        campaign_id: "enrolment".into(),
-        origin: JobOrigin::CampaignEntry,
-        earliest_at: Some(at_ms(earliest_ms)),
-        requested_at: Some(at_ms(earliest_ms)),
-        replaces_job_id: None,
-        reason: "campaign_entry".into(),
-        reason_detail: None,
-        time_zone: Some("America/Chicago".into()),
+        requested_at: Some(at),
         time_zone_source: Some(ZoneSource::Contact),
-        windows: Vec::new(),
-        attempt: Some(1),
+        ..fixtures::schedule_plan(tenant, contact, "enrolment", Uuid::from_u128(job), at)
     }
 }
 
 /// A cancel of job `job` with `reason`.
 pub fn cancel(tenant: &str, job: u128, contact: &str, reason: &str) -> ScheduleRequest {
     ScheduleRequest {
-        event_id: Uuid::new_v5(
-            &Uuid::NAMESPACE_OID,
-            format!("cancel/{tenant}/{job}").as_bytes(),
-        ),
+        event_id: fixtures::id(&format!("cancel/{tenant}/{job}")),
         kind: ScheduleRequestKind::Cancel,
         earliest_at: None,
         requested_at: None,
