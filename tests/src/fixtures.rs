@@ -9,10 +9,11 @@
 //! `noon_zone`, which is about now by definition): times are arguments.
 
 use callstream_schemas::{
-    Actor, AuditEvent, AuditResult, CallEvent, CallEventSource, CallLaunch, CallOutcome,
-    CompletionMissing, ContactCommand, ContactCommandKind, ControlChange, ControlSetting,
-    ControlValue, CrmAction, CrmCommand, ExceptionEvent, ExceptionStatus, ExceptionType, JobOrigin,
-    LaunchCommand, LaunchStatus, MissingTrigger, ScheduleRequest, ScheduleRequestKind, Timestamp,
+    Actor, ActorKind, AuditEvent, AuditResult, CallEvent, CallEventSource, CallLaunch, CallOutcome,
+    CompletionMissing, ContactCommand, ContactCommandKind, ContactDetails, ControlChange,
+    ControlSetting, ControlValue, CrmAction, CrmCommand, ExceptionEvent, ExceptionStatus,
+    ExceptionType, JobOrigin, LaunchCommand, LaunchStatus, MissingTrigger, ScheduleRequest,
+    ScheduleRequestKind, Timestamp,
 };
 use chrono::Timelike;
 use uuid::Uuid;
@@ -32,6 +33,37 @@ pub fn noon_zone() -> String {
         0 => "Etc/GMT".to_owned(),
         o if o > 0 => format!("Etc/GMT-{o}"),
         o => format!("Etc/GMT+{}", -o),
+    }
+}
+
+/// The gateway's launch intake entering `contact` into `campaign` (request `request`), with
+/// the contact's phone number and nothing else known about it.
+pub fn launch_request(
+    tenant: &str,
+    contact: &str,
+    campaign: &str,
+    request: &str,
+    phone: &str,
+    at: Timestamp,
+) -> ContactCommand {
+    let intake = Actor {
+        kind: ActorKind::Integration,
+        id: "launch-intake".into(),
+    };
+    ContactCommand {
+        request_id: Some(request.into()),
+        campaign_id: Some(campaign.into()),
+        contact: Some(ContactDetails {
+            phone_number: Some(phone.into()),
+            ..ContactDetails::default()
+        }),
+        ..contact_command(
+            tenant,
+            contact,
+            ContactCommandKind::LaunchRequest,
+            intake,
+            at,
+        )
     }
 }
 

@@ -12,6 +12,7 @@
 pub mod fixtures;
 pub mod postgres;
 pub mod runtime;
+pub mod views;
 
 use std::path::PathBuf;
 use std::process::Stdio;

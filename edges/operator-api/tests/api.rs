@@ -2,15 +2,14 @@
 //! projections running: each error class, roles, tenant isolation, reads of the views, and
 //! actions that put the right command on Kafka and show in the commands view.
 
-mod views;
-
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use callstream_e2e::fixtures;
-use callstream_operator_api::{app, create_token, state, Role};
+use callstream_e2e::views::Views;
+use callstream_operator_api::{app, create_token, state, OperatorApiConfig, Role};
 use callstream_platform::topics as t;
 use callstream_schemas::{decode_any, AnyEvent, ContactCommandKind};
 use chrono::Utc;
@@ -20,7 +19,6 @@ use rdkafka::Message;
 use serde_json::{json, Value};
 use tower::ServiceExt;
 use uuid::Uuid;
-use views::Views;
 
 struct Env {
     router: axum::Router,
@@ -29,7 +27,12 @@ struct Env {
 
 async fn setup() -> Result<Env> {
     let views = Views::start("callstream_test_api", "api").await?;
-    let router = app(state(&views.api_config())?);
+    let config = OperatorApiConfig::new(
+        views.db.url.clone(),
+        views.kafka.clone(),
+        views.topics.clone(),
+    );
+    let router = app(state(&config)?);
     Ok(Env { router, views })
 }
 

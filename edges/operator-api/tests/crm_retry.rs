@@ -5,15 +5,14 @@
 //! contact, where the CRM dispatcher reads it; the dispatcher's audit of it shows in
 //! `GET /v1/commands/{id}`.
 
-mod views;
-
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use callstream_e2e::fixtures;
-use callstream_operator_api::{app, create_token, state, Role};
+use callstream_e2e::views::Views;
+use callstream_operator_api::{app, create_token, state, OperatorApiConfig, Role};
 use callstream_platform::topics as t;
 use callstream_schemas::{
     decode_any, Actor, ActorKind, AnyEvent, AuditEvent, AuditResult, ContactCommandKind, Event,
@@ -26,7 +25,6 @@ use rdkafka::Message;
 use serde_json::{json, Value};
 use tower::ServiceExt;
 use uuid::Uuid;
-use views::Views;
 
 struct Env {
     router: axum::Router,
@@ -37,7 +35,12 @@ struct Env {
 /// router.
 async fn setup() -> Result<Env> {
     let views = Views::start("callstream_test_crm_retry", "crmretry").await?;
-    let router = app(state(&views.api_config())?);
+    let config = OperatorApiConfig::new(
+        views.db.url.clone(),
+        views.kafka.clone(),
+        views.topics.clone(),
+    );
+    let router = app(state(&config)?);
     Ok(Env { router, views })
 }
 

@@ -2,11 +2,11 @@
 //! list with Twilio's filter names and paging, the Events subresource, and
 //! Twilio-shaped refusals.
 
-mod utils;
+mod support;
 
 use chrono::{DateTime, Duration, Utc};
 use serde_json::Value;
-use utils::*;
+use support::*;
 
 #[tokio::test]
 async fn a_created_call_is_a_twilio_call_resource() {

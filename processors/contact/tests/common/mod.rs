@@ -57,25 +57,9 @@ pub fn harness_with(metrics: ContactMetrics) -> Harness<impl Processor> {
 }
 
 pub fn launch_request(contact: &str, campaign: &str, request: &str) -> ContactCommand {
-    let intake = Actor {
-        kind: ActorKind::Integration,
-        id: "launch-intake".into(),
-    };
     ContactCommand {
         event_id: fixtures::id(&format!("lr/{contact}/{request}")),
-        request_id: Some(request.into()),
-        campaign_id: Some(campaign.into()),
-        contact: Some(ContactDetails {
-            phone_number: Some(PHONE.into()),
-            ..ContactDetails::default()
-        }),
-        ..fixtures::contact_command(
-            TENANT,
-            contact,
-            ContactCommandKind::LaunchRequest,
-            intake,
-            t0(),
-        )
+        ..fixtures::launch_request(TENANT, contact, campaign, request, PHONE, t0())
     }
 }
 

@@ -1,17 +1,14 @@
 //! The whole operator path in one process, on the real broker and a fresh Postgres
-//! database: the projections, the processors that act on operator commands (see
-//! `processors`) against the project's voice and CRM simulators (see `sims`), all under the
-//! test's own topic prefix, and the operator API's router. Nothing is faked: a test sends
-//! the inputs upstream services would (see `seed`) and drives the API.
-
-#![allow(dead_code)] // helpers shared by test files that use part of them
+//! database: the projections (`callstream_e2e::views`), the processors that act on operator
+//! commands (see `processors`) against the project's voice and CRM simulators (see `sims`),
+//! all under the test's own topic prefix, and the operator API's router. Nothing is faked:
+//! a test sends the inputs upstream services would (see `seed`) and drives the API. Used by
+//! `operator_api_actions_e2e.rs` and `operator_api_schemathesis.rs`.
 
 pub mod action;
 pub mod processors;
 pub mod seed;
 pub mod sims;
-#[path = "../views/mod.rs"]
-pub mod views;
 
 use std::time::{Duration, Instant};
 
@@ -20,6 +17,7 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use base64::Engine;
 use callstream_e2e::runtime::Running;
+use callstream_e2e::views::Views;
 use callstream_operator_api::{app, create_token, state, OperatorApiConfig, Role};
 use callstream_platform::topics as t;
 use callstream_schemas::AnyEvent;
@@ -31,7 +29,6 @@ use serde_json::Value;
 use tower::ServiceExt;
 
 use sims::{ACCOUNT, AUTH_TOKEN};
-use views::Views;
 
 /// How long the CRM refuses every request from the start: long enough for the dispatcher
 /// to join its group and fail a command for good, short next to the whole run.
@@ -63,7 +60,11 @@ impl Stack {
         let (crm, crm_base) = sims::crm_simulator(CRM_OUTAGE).await?;
         let processors = processors::start(&views.topics, &voice_base, &crm_base)?;
 
-        let config = views.api_config();
+        let config = OperatorApiConfig::new(
+            views.db.url.clone(),
+            views.kafka.clone(),
+            views.topics.clone(),
+        );
         let router = app(state(&config)?);
         let token = |role, who: &'static str| create_token(&views.db.pool, seed::TENANT, role, who);
         let viewer = token(Role::Viewer, "viewer@e2e").await?.token;

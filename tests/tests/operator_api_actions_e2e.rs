@@ -5,7 +5,7 @@
 //! the views show the effect within seconds. Every command ends with exactly one outcome
 //! in the audit view, however many processors read it (the ignores above all).
 
-mod e2e;
+mod support;
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -14,9 +14,9 @@ use anyhow::{ensure, Result};
 use callstream_completion_detector::ids::missing_exception_id;
 use callstream_schemas::ExceptionType;
 use chrono::{SubsecRound, Utc};
-use e2e::action::{applied, jobs_of, run, shows, Action, Shows, SOON};
-use e2e::{eventually, seed, Stack};
 use serde_json::{json, Value};
+use support::operator::action::{applied, jobs_of, run, shows, Action, Shows, SOON};
+use support::operator::{eventually, seed, sims, Stack};
 use uuid::Uuid;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -36,9 +36,9 @@ async fn each_operator_action_takes_effect_end_to_end() -> Result<()> {
         s.produce(seed::launch_request(contact, false)).await?;
     }
     s.produce(seed::launch_request("c-dnc", true)).await?;
-    s.sim.set_behaviour(e2e::sims::quick_voicemail())?;
+    s.sim.set_behaviour(sims::quick_voicemail())?;
     let mut sids = vec![s.place_call().await?];
-    s.sim.set_behaviour(e2e::sims::ringing())?;
+    s.sim.set_behaviour(sims::ringing())?;
     for _ in 0..3 {
         sids.push(s.place_call().await?);
     }

@@ -9,14 +9,14 @@
 //! `.stack/` and runs this test with `SCHEMATHESIS` pointing at it; further arguments for
 //! `schemathesis run` come from `SCHEMATHESIS_ARGS`.
 
-mod e2e;
+mod support;
 
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, ensure, Context, Result};
 use callstream_schemas::ExceptionType;
-use e2e::{eventually, seed, Stack};
 use serde_json::{json, Value};
+use support::operator::{eventually, seed, Stack};
 use tokio::net::TcpListener;
 
 const SOON: Duration = Duration::from_secs(15);

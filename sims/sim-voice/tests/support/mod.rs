@@ -1,5 +1,7 @@
 //! Shared test kit: a simulator on 127.0.0.1 (port 0), a little receiver
-//! that records every webhook it is sent, and a Twilio-style client.
+//! that records every webhook it is sent, and a Twilio-style client. Also
+//! included by the end-to-end tests (`tests/tests/support/mod.rs`, for
+//! `sim_voice_signatures.rs`): keep it free of anything but the simulator.
 #![allow(dead_code, clippy::unwrap_used)]
 
 use std::sync::{Arc, Mutex};

@@ -2,7 +2,6 @@
 //! processor as its own OS process, input feeders, a `read_committed`
 //! reader, the exactly-once check, and who in a consumer group owns which
 //! partitions (as the group coordinator says, not as the processes claim).
-#![allow(dead_code)]
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ops::Range;

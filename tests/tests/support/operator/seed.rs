@@ -7,10 +7,9 @@
 
 use callstream_e2e::fixtures;
 use callstream_schemas::{
-    Actor, ActorKind, CallAnalysis, CallEvent, CallLaunch, CallingWindow, CampaignSettings,
-    ContactCommand, ContactCommandKind, ContactDetails, ControlChange, ControlSetting,
-    ControlValue, CrmAction, CrmCommand, ExceptionEvent, ExceptionStatus, ExceptionType, JobOrigin,
-    LaunchStatus,
+    Actor, CallAnalysis, CallEvent, CallLaunch, CallingWindow, CampaignSettings, ContactCommand,
+    ContactCommandKind, ContactDetails, ControlChange, ControlSetting, ControlValue, CrmAction,
+    CrmCommand, ExceptionEvent, ExceptionStatus, ExceptionType, JobOrigin, LaunchStatus,
 };
 use chrono::Utc;
 use uuid::Uuid;
@@ -29,20 +28,19 @@ fn command(kind: ContactCommandKind, contact: &str, actor: Actor) -> ContactComm
 
 /// The gateway's launch intake enters `contact` into the campaign.
 pub fn launch_request(contact: &str, do_not_call: bool) -> ContactCommand {
-    let actor = Actor {
-        kind: ActorKind::Integration,
-        id: "launch-intake".into(),
-    };
+    let id = Uuid::new_v4();
+    let request = format!("req-{contact}");
+    let phone = "+13125550100";
     ContactCommand {
-        request_id: Some(format!("req-{contact}")),
-        campaign_id: Some(CAMPAIGN.into()),
+        event_id: id,
+        correlation_id: Some(id),
         contact: Some(ContactDetails {
-            phone_number: Some("+13125550100".into()),
+            phone_number: Some(phone.into()),
             time_zone: Some(fixtures::noon_zone()),
             do_not_call: Some(do_not_call),
             ..ContactDetails::default()
         }),
-        ..command(ContactCommandKind::LaunchRequest, contact, actor)
+        ..fixtures::launch_request(TENANT, contact, CAMPAIGN, &request, phone, Utc::now())
     }
 }
 

@@ -2,7 +2,7 @@
 //! that reads each one with the gateway's own Twilio code (signature and
 //! event id), so tests compare recovery's ids with what the live path made.
 
-#![allow(dead_code, clippy::unwrap_used)]
+#![allow(clippy::unwrap_used)] // helpers, not only #[test] fns, unwrap
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

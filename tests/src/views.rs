@@ -1,13 +1,16 @@
-//! The read side a test of the API stands on: a database of its own with the migrations
-//! applied, topics behind a unique prefix (2 partitions), and the live projections on them.
-
-#![allow(dead_code)] // shared by test files that use part of it
+//! The read side a test of the operator API stands on: a database of its own with the
+//! migrations applied, topics behind a unique prefix (2 partitions), and the live
+//! projections on them. Shared by the operator API's own tests and the end-to-end tests
+//! here; the API's configuration over it is `OperatorApiConfig::new(db.url, kafka, topics)`
+//! (this crate does not depend on the API).
+//!
+//! Guarantees: nothing is shared with another test (database, topics and client names are
+//! unique), and the projections stop when `stop_projections` is called or this is dropped.
 
 use std::time::Duration;
 
+use crate::postgres::TestDatabase;
 use anyhow::Result;
-use callstream_e2e::postgres::TestDatabase;
-use callstream_operator_api::OperatorApiConfig;
 use callstream_platform::{admin, KafkaSettings, Topics};
 
 pub struct Views {
@@ -24,9 +27,9 @@ impl Views {
     pub async fn start(db_prefix: &str, name: &str) -> Result<Self> {
         let db = TestDatabase::create(db_prefix).await?;
         callstream_projections::migrate(&db.pool).await?;
-        let mut topics = Topics::with_prefix(format!("{}-", callstream_e2e::unique_name(name)));
+        let mut topics = Topics::with_prefix(format!("{}-", crate::unique_name(name)));
         topics.partitions = 2;
-        let kafka = KafkaSettings::new(callstream_e2e::bootstrap_servers(), format!("{name}-test"));
+        let kafka = KafkaSettings::new(crate::bootstrap_servers(), format!("{name}-test"));
         admin::ensure_topics(&kafka, &topics.specs()).await?;
         let mut projections = callstream_projections::ProjectionsConfig::new(
             db.url.clone(),
@@ -45,11 +48,6 @@ impl Views {
             kafka,
             stop: Some(stop),
         })
-    }
-
-    /// The operator API's configuration over these views and topics.
-    pub fn api_config(&self) -> OperatorApiConfig {
-        OperatorApiConfig::new(self.db.url.clone(), self.kafka.clone(), self.topics.clone())
     }
 
     /// Stops the projections.

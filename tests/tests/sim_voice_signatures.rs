@@ -3,7 +3,7 @@
 //! parse with its Twilio provider; analyses verify with its Standard
 //! Webhooks verifier and parse with its JSON provider.
 
-mod utils;
+mod support;
 
 use std::sync::Arc;
 
@@ -16,7 +16,7 @@ use callstream_gateway::secret::Secret;
 use callstream_gateway::verify::standard_webhooks::{self, SignedHeaders, DEFAULT_TOLERANCE};
 use callstream_gateway::verify::{twilio, SystemClock, VerifyError};
 use callstream_sim_voice::Behaviour;
-use utils::*;
+use support::voice::*;
 
 fn integration(id: &str, provider: ProviderKind, secret: Secret) -> IntegrationConfig {
     IntegrationConfig {

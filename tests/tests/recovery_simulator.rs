@@ -6,7 +6,7 @@
 
 #![allow(clippy::unwrap_used)] // test code: a panic is a failed assertion
 
-mod sim;
+mod support;
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -24,7 +24,7 @@ use callstream_schemas::{
 use rdkafka::consumer::StreamConsumer;
 use rdkafka::message::Message;
 use serde_json::Value;
-use sim::{behaviour, Receiver, Sim, TENANT};
+use support::recovery_sim::{behaviour, Receiver, Sim, TENANT};
 use uuid::Uuid;
 
 /// A placed call: its contact and launch, and what the simulator did to it.

@@ -4,8 +4,9 @@
 //! the contact processor guards and launches; a voicemail result plans a
 //! retry that goes round the same loop. Both processors are stopped and
 //! restarted mid-stream; every job still launches exactly once.
-
-mod common;
+//!
+//! Its inputs are the contact processor's driver tests' (tenant `acme`,
+//! campaign `enrol`, a Chicago number), built on `callstream_e2e::fixtures`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -16,13 +17,57 @@ use callstream_e2e::{fixtures, producer, unique_name};
 use callstream_platform::{KafkaSettings, Topics};
 use callstream_schemas::*;
 use chrono::Utc;
-use common::*;
 use rdkafka::message::Message;
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::util::Timeout;
 
 const PARTITIONS: i32 = 3;
 const CONTACTS: usize = 5;
+
+const TENANT: &str = "acme";
+const CAMPAIGN: &str = "enrol";
+/// A Chicago number (area code 312); the contact record names no zone.
+const PHONE: &str = "+13125550100";
+
+/// Tuesday 5 March 2024, 16:00 UTC: when the control changes were made.
+fn t0() -> Timestamp {
+    chrono::DateTime::from_timestamp(1_709_654_400, 0).unwrap_or_default()
+}
+
+fn launch_request(contact: &str, campaign: &str, request: &str) -> ContactCommand {
+    ContactCommand {
+        event_id: fixtures::id(&format!("lr/{contact}/{request}")),
+        ..fixtures::launch_request(TENANT, contact, campaign, request, PHONE, t0())
+    }
+}
+
+fn control_change(
+    setting: ControlSetting,
+    campaign: Option<&str>,
+    value: ControlValue,
+) -> ControlChange {
+    let actor = Actor::operator("ops@acme");
+    fixtures::control_change(TENANT, setting, campaign, value, actor, t0())
+}
+
+/// A Twilio status callback for the call of `launch`.
+fn call_event(
+    contact: &str,
+    call_id: &str,
+    launch: Option<uuid::Uuid>,
+    status: &str,
+    answered_by: Option<&str>,
+    at: Timestamp,
+) -> CallEvent {
+    CallEvent {
+        event_id: fixtures::id(&format!("ce/{call_id}/{status}/{answered_by:?}")),
+        integration_id: Some("twilio-main".into()),
+        launch_id: launch,
+        answered_by: answered_by.map(str::to_owned),
+        duration_seconds: Some(42),
+        ..fixtures::call_event(TENANT, contact, call_id, status, at)
+    }
+}
 
 async fn send(producer: &FutureProducer, topic: &str, key: &str, value: Vec<u8>) -> Result<()> {
     producer
