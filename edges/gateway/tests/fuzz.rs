@@ -4,7 +4,7 @@
 //! request that got that far would answer 503, not 4xx).
 #![allow(clippy::unwrap_used)]
 
-mod utils;
+mod support;
 
 use std::sync::LazyLock;
 use std::time::Duration;
@@ -18,7 +18,7 @@ use callstream_gateway::trace;
 use callstream_gateway::verify::standard_webhooks::{self, SignedHeaders};
 use callstream_gateway::verify::{twilio, Clock, ManualClock, VerifyError};
 use proptest::prelude::*;
-use utils::*;
+use support::*;
 
 /// One runtime and one broker-less gateway for every case: building a
 /// producer per case would dominate the run.

@@ -2,11 +2,11 @@
 //! (recovery's): the holding exception releases the hold, any other exception is closed
 //! as ignored, each audited exactly once; a case's exceptions are left to recovery.
 
-mod common;
+mod support;
 
 use callstream_completion_detector::ids as case_ids;
 use callstream_schemas::*;
-use common::*;
+use support::*;
 use uuid::Uuid;
 
 fn ignore(

@@ -2,10 +2,10 @@
 //! in-memory driver: what a final call outcome sends to the scheduler, the
 //! CRM and the exceptions, and where it leaves the contact.
 
-mod common;
+mod support;
 
 use callstream_schemas::*;
-use common::*;
+use support::*;
 
 /// Launches the contact's first call, then reports `event` for it.
 fn after_call<F>(event: F) -> (Harness<impl callstream_runtime::Processor>, LaunchCommand)

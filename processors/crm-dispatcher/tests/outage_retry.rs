@@ -6,14 +6,14 @@
 //! applied it), in order per contact, closes the exception and is audited;
 //! a second retry of the same exception is rejected and writes nothing.
 
-mod e2e;
+mod support;
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Result};
 use callstream_schemas::{AuditResult, CrmAction, CrmResultStatus, ExceptionStatus};
-use e2e::*;
+use support::broker::*;
 
 const CONTACTS: usize = 4;
 const PER_CONTACT: u64 = 2;

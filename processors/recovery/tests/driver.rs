@@ -2,7 +2,7 @@
 //! hand: recovered, still in progress (bounded), not found, failing
 //! (bounded, jittered), lost results and late completions.
 
-mod common;
+mod support;
 
 use callstream_completion_detector::ids as case_ids;
 use callstream_platform::topics;
@@ -12,7 +12,7 @@ use callstream_schemas::{
     Actor, ActorKind, AuditResult, CallEvent, CallEventSource, CallOutcome, CompletionResolved,
     Event, ExceptionEvent, ExceptionStatus, ExceptionType, Resolution,
 };
-use common::*;
+use support::*;
 use uuid::Uuid;
 
 #[test]

@@ -5,7 +5,7 @@
 
 #![allow(clippy::unwrap_used)] // test code: a panic is a failed assertion
 
-mod common;
+mod support;
 
 use callstream_completion_detector::ids as case_ids;
 use callstream_e2e::fixtures;
@@ -15,7 +15,7 @@ use callstream_runtime::{Input, TestDriver};
 use callstream_schemas::{
     Actor, AuditResult, ContactCommand, ContactCommandKind, Event, ExceptionEvent, ExceptionStatus,
 };
-use common::*;
+use support::*;
 use uuid::Uuid;
 
 fn ignore(d: &mut TestDriver<Recovery>, id: u128, n: u128, exception: Uuid) -> Uuid {

@@ -2,7 +2,7 @@
 //! each acts on its case with the operator as actor, a repeat does nothing,
 //! and one that finds no case is audited as rejected.
 
-mod common;
+mod support;
 
 use callstream_platform::topics;
 use callstream_recovery::protocol::FetchResult;
@@ -10,7 +10,7 @@ use callstream_schemas::{
     Actor, ActorKind, AuditEvent, AuditResult, CallEvent, CallOutcome, CompletionResolved,
     ContactCommandKind, ExceptionEvent, ExceptionStatus, ExceptionType, Resolution,
 };
-use common::*;
+use support::*;
 use uuid::Uuid;
 
 #[test]

@@ -5,7 +5,7 @@
 //! one uninterrupted run gives: every job allocated once, in the slot the
 //! allocator's order implies, launched once; two tenants never interfere.
 
-mod common;
+mod support;
 
 use std::collections::{BTreeMap, HashSet};
 use std::time::{Duration, Instant};
@@ -98,7 +98,7 @@ async fn requests_in_allocations_and_launch_due_out_across_a_restart() -> Result
     // Every job may go from the same instant on; slots are 1 s, one launch each.
     let earliest_ms = (chrono::Utc::now() + chrono::TimeDelta::seconds(40)).timestamp_millis();
     let send = |job: u128, tenant: &'static str| {
-        let mut request = common::plan(tenant, job, &format!("{tenant}-lead-{job}"), earliest_ms);
+        let mut request = support::plan(tenant, job, &format!("{tenant}-lead-{job}"), earliest_ms);
         request.time_zone = Some(zone.clone());
         request
     };

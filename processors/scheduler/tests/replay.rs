@@ -2,13 +2,13 @@
 //! cache, as a new instance has) change no output, and the same input
 //! gives the same event ids.
 
-mod common;
+mod support;
 
 use callstream_runtime::TestDriver;
 use callstream_scheduler::Scheduler;
 use callstream_schemas::ScheduleEvent;
-use common::kit::*;
-use common::{cancel, plan};
+use support::kit::*;
+use support::{cancel, plan};
 
 /// The same stream, with or without restarts (and a cold cache) on the way.
 fn scenario(restart_every: Option<usize>) -> Vec<(String, Vec<u8>)> {

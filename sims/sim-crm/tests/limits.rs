@@ -3,13 +3,13 @@
 //! own window; the stats show the most requests that ever arrived in one
 //! window, which is what a client's compliance is checked against.
 
-mod utils;
+mod support;
 
 use std::time::Duration;
 
 use callstream_sim_crm::CrmBehaviour;
 use serde_json::{json, Value};
-use utils::*;
+use support::*;
 
 #[tokio::test]
 async fn the_101st_request_in_ten_seconds_is_refused() {

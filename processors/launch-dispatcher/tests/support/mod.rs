@@ -1,6 +1,10 @@
 //! Shared helpers of the driver tests: a dispatcher on the in-memory test
 //! driver, launch commands, and readers of what it emitted and asked for.
+//! The broker tests' helpers (the real broker and the voice simulator, the
+//! dispatcher in-process or as its own OS process) are `broker`.
 #![allow(dead_code, clippy::unwrap_used)]
+
+pub mod broker;
 
 use callstream_e2e::fixtures;
 use callstream_launch_dispatcher::ledger::{key_of, Entry};
