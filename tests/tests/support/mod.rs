@@ -10,6 +10,9 @@
 //!   (`sim_voice_signatures.rs`).
 //!
 //! Events come from `callstream_e2e::fixtures`, the live views from `callstream_e2e::views`.
+//!
+//! Guarantees: every helper names its own topics, groups, databases and ports (random
+//! suffixes, port 0), so the tests run in parallel on one shared stack.
 
 #![allow(dead_code)] // each test binary uses part of it
 
