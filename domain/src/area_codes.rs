@@ -18,7 +18,6 @@ use chrono_tz::Tz;
 use serde::{Deserialize, Serialize};
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap: a panic is the failure report
 mod tests;
 
 const TABLE: &str = include_str!("../data/nanp_area_codes.txt");

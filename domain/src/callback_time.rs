@@ -39,7 +39,6 @@ mod grammar;
 mod lexer;
 mod resolve;
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap: a panic is the failure report
 mod tests;
 
 /// What a lead asked for, as an instant and as their own wall clock.

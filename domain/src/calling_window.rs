@@ -33,11 +33,9 @@ mod days;
 mod intervals;
 mod local_day;
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap: a panic is the failure report
 mod props;
 mod search;
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap: a panic is the failure report
 mod tests;
 
 use day_table::{day_of, day_start, DayTable, WALK_DAYS};

@@ -283,5 +283,4 @@ fn clip(raw: &str) -> String {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests;

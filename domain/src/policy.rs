@@ -204,5 +204,4 @@ fn crm_commands(
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests;

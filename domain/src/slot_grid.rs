@@ -340,9 +340,7 @@ fn whole_seconds(span: TimeDelta) -> u64 {
 mod test_support;
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests;
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod proptests;

@@ -20,7 +20,6 @@ use serde::{Deserialize, Serialize};
 use crate::area_codes::{self, AreaCodeLookup, PhoneParseError};
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap: a panic is the failure report
 mod tests;
 
 /// Where a lead's zone came from; recorded on every job.

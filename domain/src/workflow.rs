@@ -280,5 +280,4 @@ impl Workflow {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests;

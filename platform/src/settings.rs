@@ -133,7 +133,6 @@ impl<F: Fn(&str) -> Option<String>> Settings<F> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use std::collections::HashMap;

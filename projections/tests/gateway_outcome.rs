@@ -3,7 +3,7 @@
 //! the shared rule, as the processors do. A status still in flight completes nothing, and
 //! the timeline says what the call meant rather than `unknown`.
 
-mod utils;
+mod support;
 
 use std::time::Duration;
 
@@ -11,8 +11,8 @@ use anyhow::Result;
 use callstream_projections::View;
 use callstream_schemas::{AnyEvent, CallEventSource, CallOutcome, ScheduleEventKind};
 use chrono::Utc;
-use utils::events::{call_event, call_launch, launch_command, plan, schedule};
-use utils::*;
+use support::events::{call_event, call_launch, launch_command, plan, schedule};
+use support::*;
 use uuid::Uuid;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -12,14 +12,14 @@
 //! stack's cluster as its `postgres` user:
 //! `su postgres -c '/usr/lib/postgresql/15/bin/pg_ctl -D <repo>/.stack/postgres/data -m fast -w restart'`.
 
-mod utils;
+mod support;
 
 use std::time::Duration;
 
 use anyhow::{ensure, Result};
 use callstream_projections::{run, View};
-use utils::events::workload;
-use utils::*;
+use support::events::workload;
+use support::*;
 
 fn restart_command() -> String {
     std::env::var("CALLSTREAM_PG_RESTART_CMD").unwrap_or_else(|_| {

@@ -3,7 +3,7 @@
 //! live tables answer queries all through the rebuild, and a rebuild over transactional
 //! topics (whose last offset is a commit marker, not a record) still finishes.
 
-mod utils;
+mod support;
 
 use std::time::Duration;
 
@@ -11,8 +11,8 @@ use anyhow::Result;
 use callstream_projections::{rebuild, run, View};
 use rdkafka::producer::{FutureRecord, Producer};
 use rdkafka::util::Timeout;
-use utils::events::workload;
-use utils::*;
+use support::events::workload;
+use support::*;
 
 fn spawn_live(
     db: &TestDb,

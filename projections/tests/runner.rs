@@ -4,7 +4,7 @@
 //! nothing (the per-partition record counts stored with the offsets equal what the topics
 //! hold).
 
-mod utils;
+mod support;
 
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::Ordering;
@@ -14,8 +14,8 @@ use std::time::Duration;
 use anyhow::Result;
 use callstream_projections::{run_with_stats, Stats, View};
 use rand::Rng;
-use utils::events::{workload, Expected};
-use utils::*;
+use support::events::{workload, Expected};
+use support::*;
 
 async fn assert_views(db: &TestDb, tenant: &str, x: &Expected) -> Result<()> {
     let t = format!("tenant_id = '{tenant}'");

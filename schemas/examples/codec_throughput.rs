@@ -2,8 +2,8 @@
 //! `cargo run --release -p callstream-schemas --example codec_throughput`.
 //! Prints JSON lines like the project's benchmarks: bench, metric, value, unit.
 
-#[path = "../tests/common/mod.rs"]
-mod common;
+#[path = "../tests/support/mod.rs"]
+mod support;
 
 use std::time::Instant;
 
@@ -12,7 +12,7 @@ use callstream_schemas::{decode_any, EventKind};
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     const N: u32 = 20_000;
     for &kind in EventKind::ALL {
-        let raw = common::written_by(kind.schema(), kind.fingerprint(), common::sample(kind));
+        let raw = support::written_by(kind.schema(), kind.fingerprint(), support::sample(kind));
         let event = decode_any(&raw)?;
         let bytes = event.encode()?;
         let start = Instant::now();

@@ -4,14 +4,14 @@
 //! The rule (schemas/README.md): a schema change that changes the fingerprint must be frozen
 //! as `history/<stem>.v<N+1>.avsc` in the same commit, and frozen files never change.
 
-mod common;
+mod support;
 
 use std::{collections::BTreeMap, path::Path, process::Command};
 
 use apache_avro::{schema_compatibility::SchemaCompatibility, Schema};
 use callstream_schemas::{decode_any, EventKind, SchemaInfo};
-use common::{value_of, written_by};
 use proptest::prelude::*;
+use support::{value_of, written_by};
 
 fn manifest_dir() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))

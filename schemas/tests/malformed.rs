@@ -1,13 +1,13 @@
 //! Decoding never panics: garbage, truncated, foreign and mislabelled bytes all return typed
 //! errors.
 
-mod common;
+mod support;
 
 use callstream_schemas::{
     decode_any, header, types::*, DecodeError, Event, EventKind, Fingerprint, HEADER_LEN,
 };
-use common::{sample, value_of_kind, written_by};
 use proptest::prelude::*;
+use support::{sample, value_of_kind, written_by};
 
 fn valid(kind: EventKind) -> Vec<u8> {
     written_by(kind.schema(), kind.fingerprint(), sample(kind))

@@ -1,11 +1,11 @@
 //! Every event type round-trips, and what it writes is exactly what its `.avsc` describes.
 
-mod common;
+mod support;
 
 use apache_avro::types::Value;
 use callstream_schemas::{decode_any, decode_value, AnyEvent, Event, EventKind};
-use common::{sample, value_of_kind, written_by};
 use proptest::prelude::*;
+use support::{sample, value_of_kind, written_by};
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]

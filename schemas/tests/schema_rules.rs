@@ -1,7 +1,7 @@
 //! The `.avsc` files follow the project's rules, agree with the Rust types, and are
 //! fingerprinted exactly as the Avro specification says.
 
-mod common;
+mod support;
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -299,8 +299,8 @@ fn every_schema_canonical_form_reparses_to_the_same_fingerprint() {
 #[test]
 fn headers_name_the_type_and_fingerprint_and_carry_the_chain() {
     let kind = EventKind::CrmResult;
-    let value = common::sample(kind);
-    let bytes = common::written_by(kind.schema(), kind.fingerprint(), value);
+    let value = support::sample(kind);
+    let bytes = support::written_by(kind.schema(), kind.fingerprint(), value);
     let event = decode_any(&bytes).expect("sample");
     let envelope = event.envelope();
     let hs = headers::event_headers(kind, &envelope);

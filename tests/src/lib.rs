@@ -8,9 +8,16 @@
 //!
 //! Helpers return `anyhow::Result` rather than a typed error: their only callers are tests,
 //! where an error is a failure report, and the context says which step failed.
+//!
+//! Every crate's tests use this library (as a dev-dependency): `fixtures` builds the events,
+//! `views` stands up the projections, `runtime` runs a processor on the broker. It depends on
+//! no processor, edge or simulator crate, so using it links none of them; the tests that run
+//! those together live in this crate's own `tests/`.
 
+pub mod fixtures;
 pub mod postgres;
 pub mod runtime;
+pub mod views;
 
 use std::path::PathBuf;
 use std::process::Stdio;

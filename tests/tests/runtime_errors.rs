@@ -7,7 +7,7 @@
 //! once; a transaction the broker timed out (a stalled processor) fences
 //! the instance, which exits, and its restart redoes the records once.
 
-mod runtime_support;
+mod support;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
@@ -24,7 +24,7 @@ use callstream_runtime::{
     RuntimeError, RuntimeMetrics,
 };
 use rdkafka::producer::{BaseProducer, Producer};
-use runtime_support::{
+use support::runtime::{
     await_assignment, check_exactly_once, produce_range, read_partitions, read_topic,
     restored_counts, true_counts, Instance, Topics, PARTITIONS,
 };

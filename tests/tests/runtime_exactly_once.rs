@@ -5,13 +5,13 @@
 //! instances, the survivor must really take over the killed one's
 //! partitions (as the group coordinator reports them) and state.
 
-mod runtime_support;
+mod support;
 
 use std::time::Duration;
 
 use anyhow::{ensure, Result};
 use rand::Rng;
-use runtime_support::{
+use support::runtime::{
     await_assignment, check_exactly_once, produce_inputs, read_topic, restored_counts, true_counts,
     Instance, Topics, PARTITIONS,
 };

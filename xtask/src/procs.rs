@@ -157,7 +157,6 @@ pub fn wait_for<T>(timeout: Duration, mut check: impl FnMut() -> Result<T>) -> R
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap: a panic is the failure report
 mod tests {
     use super::*;
 

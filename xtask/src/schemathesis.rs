@@ -2,10 +2,11 @@
 //! (PyPI), property-based, against the dev stack.
 //!
 //! Installs a pinned schemathesis into a venv under `.stack/schemathesis/` (once; pip from
-//! PyPI), brings the stack up, and runs the operator API's ignored test
-//! `tests/schemathesis.rs`, which seeds a world through the real processors and projections,
-//! serves the API with an admin token on a loopback port, and runs `schemathesis run
-//! --checks all` against `/openapi.json`. Arguments go to `schemathesis run` as well.
+//! PyPI), brings the stack up, and runs the ignored end-to-end test
+//! `tests/tests/operator_api_schemathesis.rs` (crate `callstream-e2e`), which seeds a world
+//! through the real processors and projections, serves the API with an admin token on a
+//! loopback port, and runs `schemathesis run --checks all` against `/openapi.json`.
+//! Arguments go to `schemathesis run` as well.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -67,9 +68,9 @@ pub fn run(layout: &Layout, args: &[String]) -> Result<()> {
         .args([
             "test",
             "-p",
-            "callstream-operator-api",
+            "callstream-e2e",
             "--test",
-            "schemathesis",
+            "operator_api_schemathesis",
         ])
         .args(["--", "--ignored", "--nocapture"])
         .envs(stack_env(layout))

@@ -113,7 +113,6 @@ pub fn reset(layout: &Layout) -> Result<()> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap: a panic is the failure report
 mod tests {
     use super::*;
 

@@ -47,7 +47,6 @@ pub fn parse_result_line(line: &str) -> Option<Tally> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap: a panic is the failure report
 mod tests {
     use super::*;
 

@@ -221,6 +221,5 @@ pub fn failed_tests(output: &str) -> Vec<String> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap: a panic is the failure report
 #[path = "test_plan_tests.rs"]
 mod tests;

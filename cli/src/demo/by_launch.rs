@@ -186,6 +186,5 @@ pub fn crm_per_launch(crm_stats: &Value, calls: &[SimCall], t: &Tally) -> CrmPer
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap: a panic is the failure report
 #[path = "by_launch_tests.rs"]
 mod tests;

@@ -343,7 +343,6 @@ pub fn json_lines(s: &Summary) -> Vec<String> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap: a panic is the failure report
 mod tests {
     use super::*;
 

@@ -358,7 +358,6 @@ pub fn crm(t: &Tally, sim: &serde_json::Value) -> Crm {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap: a panic is the failure report
 mod tests {
     use super::*;
 

@@ -305,7 +305,6 @@ pub async fn delete_topics(run: &Run) -> Result<usize> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap: a panic is the failure report
 mod tests {
     use super::*;
 

@@ -115,7 +115,6 @@ pub async fn pause_campaign(run: Run, campaign: String, after: Duration, length:
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap: a panic is the failure report
 mod tests {
     use super::*;
 

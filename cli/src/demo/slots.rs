@@ -110,7 +110,6 @@ pub fn occupancy(t: &Tally, control: &ControlFile) -> Vec<Slots> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap: a panic is the failure report
 mod tests {
     use super::*;
     use proptest::prelude::*;

@@ -359,6 +359,5 @@ impl Tally {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap: a panic is the failure report
 #[path = "tally_tests.rs"]
 mod tests;

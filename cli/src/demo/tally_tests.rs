@@ -1,6 +1,7 @@
 //! The tally counts things, not records: repeats change nothing, and a
 //! launch is open until its completion or its closed missing case.
 
+use callstream_e2e::fixtures;
 use callstream_schemas::types::*;
 use callstream_schemas::Event;
 use chrono::{DateTime, Utc};
@@ -13,24 +14,11 @@ fn at(ms: i64) -> DateTime<Utc> {
 }
 
 fn launch(id: Uuid, status: LaunchStatus, call: Option<&str>) -> Vec<u8> {
+    let job = Uuid::new_v4();
     CallLaunch {
-        event_id: Uuid::new_v4(),
-        tenant_id: "acme".into(),
         occurred_at: at(1_000),
-        causation_id: None,
-        correlation_id: None,
-        launch_id: id,
-        job_id: Uuid::new_v4(),
-        contact_id: "c-1".into(),
-        campaign_id: "spring".into(),
-        status,
-        provider: "twilio".into(),
         provider_call_id: call.map(str::to_owned),
-        attempts: 1,
-        requested_at: at(900),
-        reconciled: false,
-        reason: None,
-        reason_detail: None,
+        ..fixtures::call_launch("acme", "c-1", "spring", id, job, status, at(900))
     }
     .encode()
     .unwrap()
@@ -38,28 +26,14 @@ fn launch(id: Uuid, status: LaunchStatus, call: Option<&str>) -> Vec<u8> {
 
 fn completion(launch: Option<Uuid>, call: &str, status: &str, source: CallEventSource) -> Vec<u8> {
     CallEvent {
-        event_id: Uuid::new_v4(),
-        tenant_id: "acme".into(),
-        occurred_at: at(5_000),
-        causation_id: None,
-        correlation_id: None,
-        provider: "twilio".into(),
         integration_id: Some("acme-twilio".into()),
         provider_event_id: "e".into(),
-        call_id: call.into(),
-        contact_id: "c-1".into(),
         launch_id: launch,
-        campaign_id: None,
         source,
-        provider_status: status.into(),
-        outcome: CallOutcome::Unknown,
-        answered_by: None,
         duration_seconds: Some(30),
         sequence_number: Some(3),
-        provider_error: None,
-        reported_time_zone: None,
         received_at: at(5_100),
-        analysis: None,
+        ..fixtures::call_event("acme", "c-1", call, status, at(5_000))
     }
     .encode()
     .unwrap()
@@ -67,22 +41,9 @@ fn completion(launch: Option<Uuid>, call: &str, status: &str, source: CallEventS
 
 fn missing(id: Uuid) -> Vec<u8> {
     CompletionMissing {
-        event_id: Uuid::new_v4(),
-        tenant_id: "acme".into(),
-        occurred_at: at(61_000),
-        causation_id: None,
-        correlation_id: None,
-        launch_id: id,
-        job_id: None,
-        contact_id: "c-1".into(),
-        campaign_id: None,
-        provider: "twilio".into(),
-        provider_call_id: "CA1".into(),
         accepted_at: at(1_000),
-        deadline_at: at(61_000),
         window_ms: 60_000,
-        grace_ms: 0,
-        trigger: MissingTrigger::WallClock,
+        ..fixtures::completion_missing("acme", "c-1", id, "CA1", at(61_000))
     }
     .encode()
     .unwrap()

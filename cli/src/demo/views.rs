@@ -352,6 +352,5 @@ pub async fn settle(
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap: a panic is the failure report
 #[path = "views_tests.rs"]
 mod tests;

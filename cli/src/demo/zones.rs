@@ -71,7 +71,6 @@ pub fn apply(plan: &mut callstream_workload::Plan, zone: &str) {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap: a panic is the failure report
 mod tests {
     use super::*;
 

@@ -120,7 +120,6 @@ fn join_meridiem(toks: Vec<Tok>) -> Vec<Tok> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap: a panic is the failure report
 mod tests {
     use super::*;
 

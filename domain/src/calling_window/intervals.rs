@@ -59,7 +59,6 @@ pub(super) fn intersect(a: &[Interval], b: &[Interval]) -> Vec<Interval> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap: a panic is the failure report
 mod tests {
     use super::*;
     use chrono::TimeZone;

@@ -106,7 +106,6 @@ pub(super) fn resolve(tz: Tz, date: NaiveDate, time: NaiveTime) -> DateTime<Utc>
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap: a panic is the failure report
 mod tests {
     use super::*;
     use chrono_tz::America::{Chicago, New_York, Phoenix, St_Johns};

@@ -128,7 +128,6 @@ fn call_key(call_id: &str, outcome: Outcome) -> Uuid {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
 

@@ -175,5 +175,4 @@ fn completion_value(settings: &CompletionSettings) -> ControlValue {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests;

@@ -75,14 +75,9 @@ pub enum StartError {
     Config(#[from] crate::config::ConfigError),
     #[error("creating the Kafka producer: {0}")]
     Kafka(#[from] rdkafka::error::KafkaError),
-    #[error("binding {addr}: {source}")]
-    Bind {
-        addr: std::net::SocketAddr,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("serving HTTP: {0}")]
-    Serve(#[source] std::io::Error),
+    /// Binding the listen address, or serving on it.
+    #[error(transparent)]
+    Http(#[from] callstream_platform::http::ServeError),
 }
 
 impl AppState {

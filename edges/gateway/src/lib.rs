@@ -26,4 +26,4 @@ pub mod verify;
 pub use app::{app, AppState, StartError};
 pub use config::GatewayConfig;
 pub use error::ApiError;
-pub use server::{run, serve, shutdown_signal};
+pub use server::{run, serve};

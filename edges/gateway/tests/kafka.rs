@@ -1,9 +1,8 @@
 //! The gateway against the dev stack's real broker (`cargo xtask up`; run
 //! by `cargo xtask test`): what lands on the topics, keyed how, encoded how,
 //! and co-partitioned with the Java clients. Each test has its own topics.
-#![allow(clippy::unwrap_used)]
 
-mod utils;
+mod support;
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -15,7 +14,7 @@ use callstream_gateway::verify::Clock;
 use callstream_platform::topics::{TopicKind, CALL_EVENTS, CONTACT_COMMANDS};
 use callstream_schemas::{CallEvent, CallOutcome, ContactCommand, ContactCommandKind, Event};
 use rdkafka::Message;
-use utils::*;
+use support::*;
 
 const WAIT: Duration = Duration::from_secs(20);
 

@@ -1,18 +1,17 @@
 //! The gateway as a server on a real socket and the real broker: graceful
 //! shutdown lets an in-flight request finish (and its record land) before
 //! `serve` returns, and stops accepting new connections.
-#![allow(clippy::unwrap_used)]
 
-mod utils;
+mod support;
 
 use std::time::Duration;
 
 use callstream_gateway::{serve, testkit};
 use callstream_platform::topics::CALL_EVENTS;
 use rdkafka::Message;
+use support::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use utils::*;
 
 #[tokio::test]
 async fn shutdown_finishes_in_flight_requests_then_stops() {

@@ -14,7 +14,7 @@
 //! It runs `cargo xtask down` and `cargo xtask up --no-topics` itself.
 #![allow(clippy::unwrap_used)]
 
-mod utils;
+mod support;
 
 use std::collections::HashSet;
 use std::process::Command;
@@ -24,7 +24,7 @@ use axum::http::StatusCode;
 use callstream_platform::topics::CALL_EVENTS;
 use callstream_schemas::{CallEvent, Event};
 use rdkafka::Message;
-use utils::*;
+use support::*;
 
 fn xtask(args: &[&str]) {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());

@@ -1,9 +1,8 @@
 //! Every refusal class, through the router without a socket. The gateway's
 //! producer points at a broker that does not exist, so a request that got
 //! as far as Kafka would answer 503: every 4xx here was decided before it.
-#![allow(clippy::unwrap_used)]
 
-mod utils;
+mod support;
 
 use std::time::Duration;
 
@@ -13,7 +12,7 @@ use std::num::NonZeroU32;
 
 use callstream_gateway::config::RateLimit;
 use callstream_gateway::verify::Clock;
-use utils::*;
+use support::*;
 
 const EVENT: &str = r#"{"call_id":"call_1","contact_id":"c-1","status":"completed"}"#;
 

@@ -1,10 +1,12 @@
 //! Running the operator API: connect, bind, serve until the shutdown future resolves, then
-//! let in-flight requests finish and flush the producer.
+//! let in-flight requests finish and flush the producer. Binding and serving are
+//! `callstream_platform::http`'s; the flush is ours.
 
 use std::future::Future;
 use std::time::Duration;
 
 use axum::http::StatusCode;
+use callstream_platform::http;
 use sqlx::postgres::PgPoolOptions;
 use tokio::net::TcpListener;
 use tower_http::timeout::TimeoutLayer;
@@ -20,14 +22,9 @@ pub enum StartError {
     Postgres(#[from] sqlx::Error),
     #[error("kafka: {0}")]
     Kafka(#[from] rdkafka::error::KafkaError),
-    #[error("binding {addr}: {source}")]
-    Bind {
-        addr: std::net::SocketAddr,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("serving: {0}")]
-    Serve(std::io::Error),
+    /// Binding the listen address, or serving on it.
+    #[error(transparent)]
+    Http(#[from] callstream_platform::http::ServeError),
 }
 
 /// The state for a config: a lazily connecting pool (the API starts while Postgres is
@@ -47,12 +44,7 @@ pub async fn run(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), StartError> {
     let state = state(&config)?;
-    let listener = TcpListener::bind(config.listen)
-        .await
-        .map_err(|source| StartError::Bind {
-            addr: config.listen,
-            source,
-        })?;
+    let listener = http::bind(config.listen).await?;
     serve(listener, state, shutdown).await
 }
 
@@ -62,17 +54,15 @@ pub async fn serve(
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), StartError> {
-    let addr = listener.local_addr().map_err(StartError::Serve)?;
-    tracing::info!(%addr, "operator API listening");
     let timeout = state.config().request_timeout;
     let router = app(state.clone()).layer(TimeoutLayer::with_status_code(
         StatusCode::REQUEST_TIMEOUT,
         timeout,
     ));
-    axum::serve(listener, router)
-        .with_graceful_shutdown(shutdown)
-        .await
-        .map_err(StartError::Serve)?;
+    http::serve(listener, router, shutdown, |addr| {
+        tracing::info!(%addr, "operator API listening");
+    })
+    .await?;
     state.publisher().flush(Duration::from_secs(5));
     tracing::info!("operator API stopped");
     Ok(())

@@ -2,14 +2,14 @@
 //! projections running: each error class, roles, tenant isolation, reads of the views, and
 //! actions that put the right command on Kafka and show in the commands view.
 
-mod views;
-
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
-use callstream_operator_api::{app, create_token, state, Role};
+use callstream_e2e::fixtures;
+use callstream_e2e::views::Views;
+use callstream_operator_api::{app, create_token, state, OperatorApiConfig, Role};
 use callstream_platform::topics as t;
 use callstream_schemas::{decode_any, AnyEvent, ContactCommandKind};
 use chrono::Utc;
@@ -19,7 +19,6 @@ use rdkafka::Message;
 use serde_json::{json, Value};
 use tower::ServiceExt;
 use uuid::Uuid;
-use views::Views;
 
 struct Env {
     router: axum::Router,
@@ -28,7 +27,12 @@ struct Env {
 
 async fn setup() -> Result<Env> {
     let views = Views::start("callstream_test_api", "api").await?;
-    let router = app(state(&views.api_config())?);
+    let config = OperatorApiConfig::new(
+        views.db.url.clone(),
+        views.kafka.clone(),
+        views.topics.clone(),
+    );
+    let router = app(state(&config)?);
     Ok(Env { router, views })
 }
 
@@ -86,28 +90,7 @@ async fn seed(env: &Env, events: &[AnyEvent], tenant: &str, jobs: i64) -> Result
 }
 
 fn plan(tenant: &str, contact: &str, job: Uuid) -> AnyEvent {
-    callstream_schemas::ScheduleRequest {
-        event_id: Uuid::new_v4(),
-        tenant_id: tenant.into(),
-        occurred_at: Utc::now(),
-        causation_id: None,
-        correlation_id: None,
-        kind: callstream_schemas::ScheduleRequestKind::Plan,
-        job_id: job,
-        contact_id: contact.into(),
-        campaign_id: "camp".into(),
-        origin: callstream_schemas::JobOrigin::CampaignEntry,
-        earliest_at: Some(Utc::now()),
-        requested_at: None,
-        replaces_job_id: None,
-        reason: "campaign_entry".into(),
-        reason_detail: None,
-        time_zone: Some("America/Chicago".into()),
-        time_zone_source: None,
-        windows: vec![],
-        attempt: Some(1),
-    }
-    .into()
+    fixtures::schedule_plan(tenant, contact, "camp", job, Utc::now()).into()
 }
 
 /// method, uri, token, body, headers, expected status, expected code.
@@ -409,20 +392,18 @@ async fn actions_put_commands_on_kafka_and_show_in_the_commands_view() -> Result
     .await?;
     assert_eq!(pending["status"], "pending");
     let processed: AnyEvent = callstream_schemas::AuditEvent {
-        event_id: Uuid::new_v4(),
-        tenant_id: "ta".into(),
-        occurred_at: Utc::now(),
         causation_id: Some(command_id),
-        correlation_id: None,
-        actor: callstream_schemas::Actor::system("contact"),
-        action: "command.retry_now".into(),
-        subject_type: "contact".into(),
-        subject_id: "c1".into(),
         contact_id: Some("c1".into()),
         command_id: Some(command_id),
-        result: callstream_schemas::AuditResult::Rejected,
         reason: Some("contact finished".into()),
-        detail: None,
+        ..fixtures::audit(
+            "ta",
+            callstream_schemas::Actor::system("contact"),
+            "command.retry_now",
+            ("contact", "c1"),
+            callstream_schemas::AuditResult::Rejected,
+            Utc::now(),
+        )
     }
     .into();
     seed(&env, &[processed], "ta", 1).await?;

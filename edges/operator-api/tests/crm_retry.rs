@@ -5,14 +5,14 @@
 //! contact, where the CRM dispatcher reads it; the dispatcher's audit of it shows in
 //! `GET /v1/commands/{id}`.
 
-mod views;
-
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
-use callstream_operator_api::{app, create_token, state, Role};
+use callstream_e2e::fixtures;
+use callstream_e2e::views::Views;
+use callstream_operator_api::{app, create_token, state, OperatorApiConfig, Role};
 use callstream_platform::topics as t;
 use callstream_schemas::{
     decode_any, Actor, ActorKind, AnyEvent, AuditEvent, AuditResult, ContactCommandKind, Event,
@@ -25,7 +25,6 @@ use rdkafka::Message;
 use serde_json::{json, Value};
 use tower::ServiceExt;
 use uuid::Uuid;
-use views::Views;
 
 struct Env {
     router: axum::Router,
@@ -36,7 +35,12 @@ struct Env {
 /// router.
 async fn setup() -> Result<Env> {
     let views = Views::start("callstream_test_crm_retry", "crmretry").await?;
-    let router = app(state(&views.api_config())?);
+    let config = OperatorApiConfig::new(
+        views.db.url.clone(),
+        views.kafka.clone(),
+        views.topics.clone(),
+    );
+    let router = app(state(&config)?);
     Ok(Env { router, views })
 }
 
@@ -62,25 +66,17 @@ fn exception(
     status: ExceptionStatus,
 ) -> ExceptionEvent {
     ExceptionEvent {
-        event_id: Uuid::new_v4(),
-        tenant_id: "ta".into(),
-        occurred_at: Utc::now(),
-        causation_id: None,
-        correlation_id: None,
-        exception_id: Uuid::new_v4(),
-        status,
-        exception_type,
-        urgent: false,
-        contact_id: contact.into(),
-        campaign_id: None,
-        job_id: None,
-        launch_id: None,
-        call_id: None,
         operation_id: Some(Uuid::new_v4()),
         reason: "crm_retries_exhausted".into(),
-        detail: None,
-        actor: Actor::system("crm-dispatcher"),
-        assignee: None,
+        ..fixtures::exception(
+            "ta",
+            contact,
+            Uuid::new_v4(),
+            status,
+            exception_type,
+            Actor::system("crm-dispatcher"),
+            Utc::now(),
+        )
     }
 }
 
@@ -167,21 +163,21 @@ async fn an_open_crm_failed_exception_is_retried_through_crm_commands() -> Resul
     );
 
     // The dispatcher audits it; the commands view reports that.
+    let subject = failed.exception_id.to_string();
     let audit = AuditEvent {
-        event_id: Uuid::new_v4(),
-        tenant_id: "ta".into(),
-        occurred_at: Utc::now(),
         causation_id: Some(command_id),
         correlation_id: Some(command_id),
-        actor: command.actor.clone(),
-        action: "crm.retry".into(),
-        subject_type: "exception".into(),
-        subject_id: failed.exception_id.to_string(),
         contact_id: Some("c1".into()),
         command_id: Some(command_id),
-        result: AuditResult::Applied,
         reason: Some("retried".into()),
-        detail: None,
+        ..fixtures::audit(
+            "ta",
+            command.actor.clone(),
+            "crm.retry",
+            ("exception", &subject),
+            AuditResult::Applied,
+            Utc::now(),
+        )
     };
     let producer = callstream_e2e::producer()?;
     let topic = env.views.topics.name(t::AUDIT);

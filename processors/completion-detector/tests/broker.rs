@@ -3,8 +3,6 @@
 //! killed with SIGKILL and restarted mid-window reports exactly one
 //! `completion-missing` per lost completion and none for delivered ones.
 
-#![allow(clippy::unwrap_used)] // test code: a panic is a failed assertion
-
 use std::collections::HashMap;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};

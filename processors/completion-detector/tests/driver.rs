@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used)] // test code: a panic is a failed assertion
 
-mod common;
+mod support;
 
 use callstream_completion_detector::CONTACTS_STORE;
 use callstream_domain::ids::completion_case as ids;
@@ -14,7 +14,7 @@ use callstream_schemas::{
     Alert, AlertStatus, CompletionResolved, Event, ExceptionEvent, ExceptionStatus, MissingTrigger,
     Resolution,
 };
-use common::*;
+use support::*;
 
 const DEADLINE: i64 = T0 + W + GRACE;
 

@@ -5,7 +5,7 @@
 
 #![allow(clippy::unwrap_used)] // test code: a panic is a failed assertion
 
-mod common;
+mod support;
 
 use callstream_completion_detector::testkit::accepted_launch;
 use callstream_completion_detector::Detector;
@@ -14,7 +14,7 @@ use callstream_runtime::{
     Context, Input, ProcessError, Processor, Record, TestDriver, TimeDomain, Timer, TimerHandle,
 };
 use callstream_schemas::{CompletionMissing, Event, MissingTrigger};
-use common::*;
+use support::*;
 
 /// The detector, writing its contact timer as the older version did while
 /// `legacy` is set.

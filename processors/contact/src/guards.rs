@@ -194,7 +194,6 @@ pub fn window_close(window: &CallingWindow, at: DateTime<Utc>) -> Option<DateTim
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use callstream_domain::calling_window::{CampaignWindow, Days};
     use chrono::NaiveTime;

@@ -1,11 +1,10 @@
 //! Every launch-time guard, through the processor on the in-memory driver:
 //! what a `launch_due` becomes on the contact's latest state.
-#![allow(clippy::unwrap_used)]
 
-mod common;
+mod support;
 
 use callstream_schemas::*;
-use common::*;
+use support::*;
 
 #[test]
 fn a_job_that_passes_becomes_one_launch_with_a_stable_operation_id() {

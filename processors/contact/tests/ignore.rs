@@ -1,13 +1,12 @@
 //! An operator's `ignore` is judged here unless it names a missing-completion case
 //! (recovery's): the holding exception releases the hold, any other exception is closed
 //! as ignored, each audited exactly once; a case's exceptions are left to recovery.
-#![allow(clippy::unwrap_used)]
 
-mod common;
+mod support;
 
 use callstream_domain::ids::completion_case as case_ids;
 use callstream_schemas::*;
-use common::*;
+use support::*;
 use uuid::Uuid;
 
 fn ignore(

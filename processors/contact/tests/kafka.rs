@@ -5,7 +5,7 @@
 //! in-memory driver emits for the same input, byte for byte, no more.
 #![allow(clippy::unwrap_used)]
 
-mod common;
+mod support;
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -17,10 +17,10 @@ use callstream_e2e::{producer, unique_name};
 use callstream_platform::{KafkaSettings, Topics};
 use callstream_runtime::Processor;
 use callstream_schemas::*;
-use common::*;
 use rdkafka::message::{Header, Message, OwnedHeaders};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::util::Timeout;
+use support::*;
 
 const PARTITIONS: i32 = 3;
 const CONTACTS: usize = 10;

@@ -1,11 +1,10 @@
 //! Operator commands on the contact-commands topic: each acts on the
 //! contact's jobs and leaves an audit event with the operator as actor.
-#![allow(clippy::unwrap_used)]
 
-mod common;
+mod support;
 
 use callstream_schemas::*;
-use common::*;
+use support::*;
 
 #[test]
 fn retry_now_replaces_the_named_job_and_is_audited() {

@@ -1,12 +1,11 @@
 //! Every branch of the next-step policy, through the processor on the
 //! in-memory driver: what a final call outcome sends to the scheduler, the
 //! CRM and the exceptions, and where it leaves the contact.
-#![allow(clippy::unwrap_used)]
 
-mod common;
+mod support;
 
 use callstream_schemas::*;
-use common::*;
+use support::*;
 
 /// Launches the contact's first call, then reports `event` for it.
 fn after_call<F>(event: F) -> (Harness<impl callstream_runtime::Processor>, LaunchCommand)

@@ -2,14 +2,13 @@
 //! nothing, backward or stale transitions are counted and never applied,
 //! bad input is dead-lettered, and the same input always gives the same
 //! output bytes, across restarts too.
-#![allow(clippy::unwrap_used)]
 
-mod common;
+mod support;
 
 use callstream_runtime::{header, Input, Processor};
 use callstream_schemas::*;
-use common::*;
 use proptest::prelude::*;
+use support::*;
 
 #[test]
 fn duplicates_by_event_id_or_by_call_and_outcome_change_nothing() {

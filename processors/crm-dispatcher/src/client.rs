@@ -166,7 +166,6 @@ pub fn classify(
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

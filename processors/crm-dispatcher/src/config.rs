@@ -364,6 +364,5 @@ impl CrmDispatcherConfig {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 #[path = "config_tests.rs"]
 mod tests;

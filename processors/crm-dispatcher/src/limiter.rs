@@ -111,7 +111,6 @@ fn token_limit(limit: &RateLimit) -> TokenLimit {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -190,6 +190,5 @@ fn own(sent: Sent) -> Next {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 #[path = "policy_tests.rs"]
 mod tests;

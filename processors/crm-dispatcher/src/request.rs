@@ -186,6 +186,5 @@ pub fn body(request: &CrmRequest) -> Value {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 #[path = "request_tests.rs"]
 mod tests;

@@ -1,5 +1,6 @@
 use std::collections::BTreeMap;
 
+use callstream_e2e::fixtures;
 use callstream_schemas::{CrmAction, CrmCommand};
 use chrono::DateTime;
 use proptest::prelude::*;
@@ -8,18 +9,10 @@ use uuid::Uuid;
 use super::*;
 
 fn command(action: CrmAction, fact_ms: i64, properties: &[(&str, &str)]) -> CrmCommand {
+    let at = DateTime::from_timestamp_millis(fact_ms).unwrap();
     CrmCommand {
         event_id: Uuid::from_u128(1),
-        tenant_id: "t1".into(),
-        occurred_at: DateTime::from_timestamp_millis(fact_ms).unwrap(),
-        causation_id: None,
-        correlation_id: None,
-        operation_id: Uuid::from_u128(0xab),
-        contact_id: "c-1".into(),
-        action,
         call_id: Some("call-1".into()),
-        campaign_id: None,
-        fact_at: DateTime::from_timestamp_millis(fact_ms).unwrap(),
         properties: properties
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -28,6 +21,7 @@ fn command(action: CrmAction, fact_ms: i64, properties: &[(&str, &str)]) -> CrmC
         body: Some("Asked for a call back".into()),
         due_at: DateTime::from_timestamp_millis(fact_ms + 3_600_000),
         owner_id: Some("owner-7".into()),
+        ..fixtures::crm_command("t1", "c-1", Uuid::from_u128(0xab), action, at)
     }
 }
 

@@ -151,7 +151,6 @@ pub fn token_of(effect_id: &str) -> Option<u32> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

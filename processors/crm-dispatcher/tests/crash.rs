@@ -5,17 +5,16 @@
 //! the simulator holds every note, task and call exactly once, every
 //! command ended applied (or failed with an exception), and no window of
 //! the CRM's limit ever saw more requests than the limit.
-#![allow(clippy::unwrap_used)]
 
-mod e2e;
+mod support;
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Result};
 use callstream_schemas::{CrmAction, CrmResultStatus};
-use e2e::*;
 use rand::Rng;
+use support::broker::*;
 
 const COMMANDS: usize = 2_000;
 const CONTACTS: usize = 50;

@@ -2,14 +2,13 @@
 //! and the ledger, order per contact, parked retries that hold only their
 //! own contact, reconciliation of unknown outcomes and lost results, and
 //! the stale-update rule.
-#![allow(clippy::unwrap_used)]
 
-mod kit;
+mod support;
 
 use callstream_crm_dispatcher::wire::{CrmRequest, Outcome};
 use callstream_crm_dispatcher::OP_ID_PROPERTY;
 use callstream_schemas::{CrmAction, CrmResultStatus as Status};
-use kit::*;
+use support::driver::*;
 
 #[test]
 fn a_note_is_created_with_its_operation_id_and_settles_applied() {

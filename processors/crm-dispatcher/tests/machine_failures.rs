@@ -5,7 +5,7 @@
 //! request per contact, every command settled once.
 #![allow(clippy::unwrap_used)]
 
-mod kit;
+mod support;
 
 use callstream_crm_dispatcher::wire::{CrmRequest, Outcome};
 use callstream_crm_dispatcher::CrmDispatcherConfig;
@@ -13,8 +13,8 @@ use callstream_runtime::partitioner::partition_for_key;
 use callstream_schemas::{
     ControlSetting, CrmAction, CrmCommand, CrmResultStatus as Status, Event, ExceptionType,
 };
-use kit::*;
 use proptest::prelude::*;
+use support::driver::*;
 
 #[test]
 fn a_429_waits_at_least_its_retry_after_and_then_writes_again() {

@@ -17,9 +17,8 @@
 //!   never over it (no window above 100, no 429);
 //! - afterwards: every command applied once, in order per contact, and no
 //!   duplicate create in the simulator.
-#![allow(clippy::unwrap_used)]
 
-mod e2e;
+mod support;
 
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
@@ -28,7 +27,7 @@ use anyhow::{ensure, Result};
 use callstream_crm_dispatcher::DispatchPolicy;
 use callstream_runtime::partitioner::partition_for_key;
 use callstream_schemas::{CrmAction, CrmCommand, CrmResultStatus};
-use e2e::*;
+use support::broker::*;
 
 const BUSY_CONTACTS: usize = 20;
 /// Commands per second while the load runs: under the client's 9.5/s, so

@@ -5,16 +5,15 @@
 //! kept command exactly once (searched for first: the 503s may have
 //! applied it), in order per contact, closes the exception and is audited;
 //! a second retry of the same exception is rejected and writes nothing.
-#![allow(clippy::unwrap_used)]
 
-mod e2e;
+mod support;
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Result};
 use callstream_schemas::{AuditResult, CrmAction, CrmResultStatus, ExceptionStatus};
-use e2e::*;
+use support::broker::*;
 
 const CONTACTS: usize = 4;
 const PER_CONTACT: u64 = 2;

@@ -5,7 +5,7 @@
 //! finds nothing to retry is audited as rejected and changes nothing.
 #![allow(clippy::unwrap_used)]
 
-mod kit;
+mod support;
 
 use callstream_crm_dispatcher::state::{LedgerEntry, Settled};
 use callstream_crm_dispatcher::wire::Outcome;
@@ -14,7 +14,7 @@ use callstream_schemas::{
     ActorKind, AuditResult, ContactCommandKind, CrmAction, CrmResultStatus as Status,
     ExceptionStatus,
 };
-use kit::*;
+use support::driver::*;
 use uuid::Uuid;
 
 /// A kit whose commands fail for good after `failures` failed requests.

@@ -3,15 +3,14 @@
 //! reaches the CRM; switched on, the next command is applied without a
 //! restart, and a replayed suppressed command too; shadow mode sends
 //! nothing; a stale contact update is skipped and leaves the newer value.
-#![allow(clippy::unwrap_used)]
 
-mod e2e;
+mod support;
 
 use std::time::Duration;
 
 use anyhow::{ensure, Result};
 use callstream_schemas::{ControlSetting, CrmAction, CrmResultStatus as Status};
-use e2e::*;
+use support::broker::*;
 
 fn statuses(collected: &Collected, ops: &[uuid::Uuid]) -> Vec<Status> {
     let by_op = collected.by_op();

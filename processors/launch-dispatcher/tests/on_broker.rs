@@ -4,18 +4,18 @@
 //! a permanent refusal is not retried; shadow mode calls no one, and
 //! switching it off applies to the next command without a restart.
 
-mod broker_support;
+mod support;
 
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use broker_support::*;
 use callstream_e2e::runtime::Running;
 use callstream_launch_dispatcher::{effect_runner, processor, spec, DispatcherConfig};
 use callstream_platform::topics::EXCEPTIONS;
 use callstream_schemas::{Event, ExceptionEvent, ExceptionType, LaunchStatus};
 use callstream_sim_voice::Behaviour;
 use rdkafka::message::Message;
+use support::broker::*;
 
 fn start(config: &DispatcherConfig, app: &str) -> Result<Running> {
     let runner = effect_runner(config)?;

@@ -10,18 +10,18 @@
 //! simulator's counters show exactly one call per dialed launch id, the one
 //! the `accepted` event names; failed and shadowed launches placed none.
 
-mod broker_support;
+mod support;
 
 use std::collections::BTreeMap;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use broker_support::*;
 use callstream_platform::Topics;
 use callstream_schemas::LaunchStatus;
 use callstream_sim_voice::Behaviour;
 use rand::Rng;
+use support::broker::*;
 
 const LAUNCHES: u128 = 1_200;
 const SHADOW_TENANT: &str = "shadowco";

@@ -71,11 +71,7 @@ fn the_last_hop_holds_launches_a_pause_a_closed_window_or_a_passed_slot_covers()
     slot_passed.slot_ends_at = Some(at(START - 1));
     let mut in_slot = command(42);
     in_slot.slot_ends_at = Some(at(START + 1_000));
-    let cases: [(
-        LaunchCommand,
-        Option<(ControlSetting, Option<&str>)>,
-        Option<&str>,
-    ); 5] = [
+    let cases: [Case; 5] = [
         (window_closed, None, Some("window_closed")),
         (slot_passed, None, Some("slot_passed")),
         (
@@ -134,6 +130,14 @@ fn the_last_hop_holds_launches_a_pause_a_closed_window_or_a_passed_slot_covers()
     assert_eq!(launches(&driver)[0].attempts, 1);
 }
 
+/// A launch command, the pause set before it (setting and campaign), and the
+/// reason it is held for (`None`: it is dialed).
+type Case = (
+    LaunchCommand,
+    Option<(ControlSetting, Option<&'static str>)>,
+    Option<&'static str>,
+);
+
 /// Sets an on/off switch of `TENANT` in the driver's `control` table.
 fn set_switch(
     driver: &mut callstream_runtime::TestDriver<callstream_launch_dispatcher::LaunchDispatcher>,
@@ -150,11 +154,8 @@ fn set_switch(
         },
         ..shadow_change(on)
     };
-    driver.set_global(
-        "control",
-        change.record_key(),
-        Some(change.encode().unwrap()),
-    );
+    let value = change.encode().expect("a control change encodes");
+    driver.set_global("control", change.record_key(), Some(value));
 }
 
 #[test]

@@ -2,9 +2,7 @@
 //! hand: recovered, still in progress (bounded), not found, failing
 //! (bounded, jittered), lost results and late completions.
 
-#![allow(clippy::unwrap_used)] // test code: a panic is a failed assertion
-
-mod common;
+mod support;
 
 use callstream_domain::ids::completion_case as case_ids;
 use callstream_platform::topics;
@@ -14,7 +12,7 @@ use callstream_schemas::{
     Actor, ActorKind, AuditResult, CallEvent, CallEventSource, CallOutcome, CompletionResolved,
     Event, ExceptionEvent, ExceptionStatus, ExceptionType, Resolution,
 };
-use common::*;
+use support::*;
 use uuid::Uuid;
 
 #[test]

@@ -5,39 +5,27 @@
 
 #![allow(clippy::unwrap_used)] // test code: a panic is a failed assertion
 
-mod common;
+mod support;
 
 use callstream_domain::ids::completion_case as case_ids;
+use callstream_e2e::fixtures;
 use callstream_platform::topics;
 use callstream_recovery::Recovery;
 use callstream_runtime::{Input, TestDriver};
 use callstream_schemas::{
     Actor, AuditResult, ContactCommand, ContactCommandKind, Event, ExceptionEvent, ExceptionStatus,
 };
-use common::*;
+use support::*;
 use uuid::Uuid;
 
 fn ignore(d: &mut TestDriver<Recovery>, id: u128, n: u128, exception: Uuid) -> Uuid {
+    let at = chrono::DateTime::from_timestamp_millis(T0).unwrap();
+    let actor = Actor::operator("ops@example.com");
     let cmd = ContactCommand {
         event_id: Uuid::from_u128(id),
-        tenant_id: TENANT.into(),
-        occurred_at: chrono::DateTime::from_timestamp_millis(T0).unwrap(),
-        causation_id: None,
-        correlation_id: None,
-        kind: ContactCommandKind::Ignore,
-        contact_id: CONTACT.into(),
-        actor: Actor::operator("ops@example.com"),
-        request_id: None,
-        campaign_id: None,
-        job_id: None,
         launch_id: Some(launch(n)),
         exception_id: Some(exception),
-        origin: None,
-        slot: None,
-        slot_at: None,
-        requested_at: None,
-        contact: None,
-        reason: None,
+        ..fixtures::contact_command(TENANT, CONTACT, ContactCommandKind::Ignore, actor, at)
     };
     d.pipe(Input::new(
         name(topics::CONTACT_COMMANDS),

@@ -2,9 +2,7 @@
 //! each acts on its case with the operator as actor, a repeat does nothing,
 //! and one that finds no case is audited as rejected.
 
-#![allow(clippy::unwrap_used)] // test code: a panic is a failed assertion
-
-mod common;
+mod support;
 
 use callstream_platform::topics;
 use callstream_recovery::wire::FetchResult;
@@ -12,7 +10,7 @@ use callstream_schemas::{
     Actor, ActorKind, AuditEvent, AuditResult, CallEvent, CallOutcome, CompletionResolved,
     ContactCommandKind, ExceptionEvent, ExceptionStatus, ExceptionType, Resolution,
 };
-use common::*;
+use support::*;
 use uuid::Uuid;
 
 #[test]

@@ -321,5 +321,4 @@ impl CachedGrid {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests;

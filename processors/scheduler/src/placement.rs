@@ -222,5 +222,4 @@ pub fn place_job(
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests;

@@ -4,9 +4,8 @@
 //! the changelogs) takes over mid-stream, and the output is exactly what
 //! one uninterrupted run gives: every job allocated once, in the slot the
 //! allocator's order implies, launched once; two tenants never interfere.
-#![allow(clippy::unwrap_used)] // tests may unwrap: a panic is the failure report
 
-mod common;
+mod support;
 
 use std::collections::{BTreeMap, HashSet};
 use std::time::{Duration, Instant};
@@ -14,38 +13,18 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Result};
 use callstream_control::apply_file;
 use callstream_e2e::runtime::{reader, Running};
-use callstream_e2e::{bootstrap_servers, produce, producer, unique_name};
+use callstream_e2e::{bootstrap_servers, fixtures, produce, producer, unique_name};
 use callstream_platform::{admin, topics, KafkaSettings, Topics};
 use callstream_scheduler::{processor, spec, SchedulerConfig};
 use callstream_schemas::{
     Actor, ContactCommand, ContactCommandKind, Event, ScheduleEvent, ScheduleEventKind,
 };
-use chrono::Timelike;
 use rdkafka::consumer::StreamConsumer;
 use rdkafka::message::Message;
 
 const PARTITIONS: i32 = 3;
 const JOBS_PER_TENANT: u128 = 30;
 const TENANTS: [&str; 2] = ["acme", "beta"];
-
-/// A fixed-offset zone where it is about noon now, so federal hours
-/// (08:00-21:00 local) leave the next hours open whatever the test's time.
-fn zone_at_noon() -> String {
-    let hour = i32::try_from(chrono::Utc::now().hour()).unwrap();
-    let mut offset = 12 - hour;
-    if offset > 14 {
-        offset -= 24;
-    }
-    if offset < -12 {
-        offset += 24;
-    }
-    match offset {
-        0 => "Etc/GMT".to_owned(),
-        // Etc/GMT-3 is three hours east of UTC (POSIX signs).
-        h if h > 0 => format!("Etc/GMT-{h}"),
-        h => format!("Etc/GMT+{}", -h),
-    }
-}
 
 fn control_file(zone: &str) -> String {
     let mut file = String::new();
@@ -92,7 +71,7 @@ async fn requests_in_allocations_and_launch_due_out_across_a_restart() -> Result
     };
     let kafka = KafkaSettings::new(bootstrap_servers(), "scheduler-test");
     admin::ensure_topics(&kafka, &topics.specs()).await?;
-    let zone = zone_at_noon();
+    let zone = fixtures::noon_zone();
     let control = callstream_control::ControlFile::parse(&control_file(&zone))?;
     apply_file(
         &kafka,
@@ -119,7 +98,7 @@ async fn requests_in_allocations_and_launch_due_out_across_a_restart() -> Result
     // Every job may go from the same instant on; slots are 1 s, one launch each.
     let earliest_ms = (chrono::Utc::now() + chrono::TimeDelta::seconds(40)).timestamp_millis();
     let send = |job: u128, tenant: &'static str| {
-        let mut request = common::plan(tenant, job, &format!("{tenant}-lead-{job}"), earliest_ms);
+        let mut request = support::plan(tenant, job, &format!("{tenant}-lead-{job}"), earliest_ms);
         request.time_zone = Some(zone.clone());
         request
     };

@@ -3,17 +3,16 @@
 //! refusal at the horizon, a cancel that frees its slot, LaunchDue at the
 //! slot's time by the wall clock, duplicates, tenants apart, control
 //! changes and refused input.
-#![allow(clippy::unwrap_used)] // tests may unwrap: a panic is the failure report
 
-mod common;
+mod support;
 
 use callstream_runtime::{header, Input};
 use callstream_schemas::{
     ContactCommand, ContactCommandKind, Event, ExceptionEvent, ExceptionType, ScheduleEventKind,
     ZoneSource,
 };
-use common::kit::*;
-use common::{cancel, control_changes, plan};
+use support::kit::*;
+use support::{cancel, control_changes, plan};
 
 #[test]
 fn a_request_in_its_window_gets_the_first_slot_at_or_after_its_earliest_time() {
@@ -169,7 +168,7 @@ fn duplicate_requests_change_nothing() {
     // Same job id under another event id: still the same job.
     let mut again = request.clone();
     again.event_id = uuid::Uuid::from_u128(99);
-    again.earliest_at = Some(common::at_ms(soon() + 7_200_000));
+    again.earliest_at = Some(support::at_ms(soon() + 7_200_000));
     send(&mut d, &again);
     assert_eq!(schedule_events(&d).len(), 1);
     assert_eq!(d.open_timers(), 1);

@@ -1,15 +1,14 @@
 //! Replays on the in-memory driver: restarts mid-stream (with a cold grid
 //! cache, as a new instance has) change no output, and the same input
 //! gives the same event ids.
-#![allow(clippy::unwrap_used)] // tests may unwrap: a panic is the failure report
 
-mod common;
+mod support;
 
 use callstream_runtime::TestDriver;
 use callstream_scheduler::Scheduler;
 use callstream_schemas::ScheduleEvent;
-use common::kit::*;
-use common::{cancel, plan};
+use support::kit::*;
+use support::{cancel, plan};
 
 /// The same stream, with or without restarts (and a cold cache) on the way.
 fn scenario(restart_every: Option<usize>) -> Vec<(String, Vec<u8>)> {

@@ -1,9 +1,10 @@
 //! Running the CRM simulator: bind (or take a bound listener), serve until
 //! the shutdown future resolves, then stop accepting and let in-flight
-//! requests finish.
+//! requests finish. Binding and serving are `callstream_platform::http`'s.
 
 use std::future::Future;
 
+use callstream_platform::http;
 use tokio::net::TcpListener;
 
 use crate::app::app;
@@ -15,12 +16,7 @@ pub async fn run(
     config: SimCrmConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), StartError> {
-    let listener = TcpListener::bind(config.listen)
-        .await
-        .map_err(|source| StartError::Bind {
-            addr: config.listen,
-            source,
-        })?;
+    let listener = http::bind(config.listen).await?;
     serve(config, listener, shutdown).await
 }
 
@@ -40,12 +36,10 @@ pub async fn serve_state(
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), StartError> {
-    let addr = listener.local_addr().map_err(StartError::Serve)?;
-    tracing::info!(%addr, "CRM simulator listening");
-    axum::serve(listener, app(state))
-        .with_graceful_shutdown(shutdown)
-        .await
-        .map_err(StartError::Serve)?;
+    http::serve(listener, app(state), shutdown, |addr| {
+        tracing::info!(%addr, "CRM simulator listening");
+    })
+    .await?;
     tracing::info!("CRM simulator stopped");
     Ok(())
 }

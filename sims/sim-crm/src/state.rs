@@ -21,14 +21,9 @@ use crate::ratelimit::{Refused, Rolling};
 pub enum StartError {
     #[error("configuration: {0}")]
     Config(#[from] ConfigError),
-    #[error("binding {addr}: {source}")]
-    Bind {
-        addr: std::net::SocketAddr,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("serving HTTP: {0}")]
-    Serve(#[source] std::io::Error),
+    /// Binding the listen address, or serving on it.
+    #[error(transparent)]
+    Http(#[from] callstream_platform::http::ServeError),
 }
 
 /// Request counters of `GET /_sim/stats`.

@@ -1,16 +1,15 @@
 //! HubSpot's object endpoints over real HTTP: create with associations,
 //! read, update, search, and HubSpot-shaped refusals.
-#![allow(clippy::unwrap_used)]
 
-mod utils;
+mod support;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use chrono::DateTime;
 use http_body_util::BodyExt;
 use serde_json::{json, Value};
+use support::*;
 use tower::ServiceExt;
-use utils::*;
 
 #[tokio::test]
 async fn create_read_search_and_update() {

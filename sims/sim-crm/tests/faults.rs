@@ -2,15 +2,14 @@
 //! applied and then answered past the client's timeout (visible to search;
 //! a blind retry duplicates it, and the stats say so), 5xx and slow answers
 //! at their configured rates, and a search index that lags behind writes.
-#![allow(clippy::unwrap_used)]
 
-mod utils;
+mod support;
 
 use std::time::{Duration, Instant};
 
 use callstream_sim_crm::CrmBehaviour;
 use serde_json::{json, Value};
-use utils::*;
+use support::*;
 
 #[tokio::test]
 async fn an_outage_answers_503_until_it_ends() {

@@ -2,15 +2,14 @@
 //! refused with 429, `Retry-After` and HubSpot's body; each token has its
 //! own window; the stats show the most requests that ever arrived in one
 //! window, which is what a client's compliance is checked against.
-#![allow(clippy::unwrap_used)]
 
-mod utils;
+mod support;
 
 use std::time::Duration;
 
 use callstream_sim_crm::CrmBehaviour;
 use serde_json::{json, Value};
-use utils::*;
+use support::*;
 
 #[tokio::test]
 async fn the_101st_request_in_ten_seconds_is_refused() {

@@ -1,10 +1,12 @@
 //! Running the simulator: bind (or take a bound listener), serve until the
 //! shutdown future resolves, then stop accepting and let in-flight requests
 //! finish. Calls still playing out are abandoned with the process, as a
-//! platform outage would abandon them.
+//! platform outage would abandon them. Binding and serving are
+//! `callstream_platform::http`'s.
 
 use std::future::Future;
 
+use callstream_platform::http;
 use tokio::net::TcpListener;
 
 use crate::app::app;
@@ -16,12 +18,7 @@ pub async fn run(
     config: SimVoiceConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), StartError> {
-    let listener = TcpListener::bind(config.listen)
-        .await
-        .map_err(|source| StartError::Bind {
-            addr: config.listen,
-            source,
-        })?;
+    let listener = http::bind(config.listen).await?;
     serve(config, listener, shutdown).await
 }
 
@@ -41,12 +38,10 @@ pub async fn serve_state(
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), StartError> {
-    let addr = listener.local_addr().map_err(StartError::Serve)?;
-    tracing::info!(%addr, "voice simulator listening");
-    axum::serve(listener, app(state))
-        .with_graceful_shutdown(shutdown)
-        .await
-        .map_err(StartError::Serve)?;
+    http::serve(listener, app(state), shutdown, |addr| {
+        tracing::info!(%addr, "voice simulator listening");
+    })
+    .await?;
     tracing::info!("voice simulator stopped");
     Ok(())
 }

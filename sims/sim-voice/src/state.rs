@@ -22,14 +22,9 @@ pub enum StartError {
     Config(#[from] ConfigError),
     #[error("building the HTTP client: {0}")]
     Client(#[from] reqwest::Error),
-    #[error("binding {addr}: {source}")]
-    Bind {
-        addr: std::net::SocketAddr,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("serving HTTP: {0}")]
-    Serve(#[source] std::io::Error),
+    /// Binding the listen address, or serving on it.
+    #[error(transparent)]
+    Http(#[from] callstream_platform::http::ServeError),
 }
 
 /// Everything handlers and playouts share; cheap to clone.

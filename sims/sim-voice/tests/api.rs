@@ -1,13 +1,12 @@
 //! Twilio's call endpoints over real HTTP: the create answer, fetch, the
 //! list with Twilio's filter names and paging, the Events subresource, and
 //! Twilio-shaped refusals.
-#![allow(clippy::unwrap_used)]
 
-mod utils;
+mod support;
 
 use chrono::{DateTime, Duration, Utc};
 use serde_json::Value;
-use utils::*;
+use support::*;
 
 #[tokio::test]
 async fn a_created_call_is_a_twilio_call_resource() {

@@ -4,15 +4,15 @@
 //! saw.
 #![allow(clippy::unwrap_used)]
 
-mod utils;
+mod support;
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 use callstream_sim_voice::Behaviour;
 use serde_json::{json, Value};
+use support::*;
 use tokio::task::JoinSet;
-use utils::*;
 
 fn n(v: &Value) -> u64 {
     v.as_u64().unwrap_or(0)

@@ -2,15 +2,14 @@
 //! still plays out, injected create errors make no call, lost calls are
 //! not found once they end, and the runtime config endpoint refuses bad
 //! changes.
-#![allow(clippy::unwrap_used)]
 
-mod utils;
+mod support;
 
 use std::time::Duration;
 
 use callstream_sim_voice::Behaviour;
 use serde_json::{json, Value};
-use utils::*;
+use support::*;
 
 #[tokio::test]
 async fn a_create_accepted_then_answered_late_still_plays_out() {

@@ -4,7 +4,6 @@
 //! Usage: counter_processor <app> <instance> <input> <output> <dead-letters>
 //! Stops cleanly on SIGTERM or SIGINT.
 
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
@@ -28,22 +27,7 @@ fn main() -> Result<()> {
     // transaction and group membership expire within seconds.
     config.transaction_timeout = Duration::from_secs(10);
     config.session_timeout = Duration::from_secs(6);
-    let shutdown = config.shutdown.clone();
-    std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build();
-        if let Ok(runtime) = runtime {
-            runtime.block_on(async {
-                let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}
-                }
-            });
-        }
-        shutdown.store(true, Ordering::SeqCst);
-    });
+    callstream_platform::shutdown::set_on_signal(config.shutdown.clone());
     let processor = CountingProcessor {
         output_topic: output.clone(),
     };

@@ -63,7 +63,6 @@ pub fn server_properties(data_dir: &Path) -> String {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap: a panic is the failure report
 mod tests {
     use super::*;
     use std::collections::HashMap;

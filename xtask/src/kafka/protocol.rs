@@ -260,6 +260,5 @@ impl<'a> Reader<'a> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap: a panic is the failure report
 #[path = "protocol_tests.rs"]
 mod tests;

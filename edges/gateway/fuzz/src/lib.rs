@@ -26,7 +26,7 @@ use callstream_gateway::provider::twilio::{Twilio, SIGNATURE_HEADER};
 use callstream_gateway::provider::{Inbound, Provider, Verified, MAX_ID_LEN};
 use callstream_gateway::secret::Secret;
 use callstream_gateway::verify::standard_webhooks::{self, SignedHeaders, DEFAULT_TOLERANCE};
-use callstream_gateway::verify::{twilio, FixedClock, VerifyError};
+use callstream_gateway::verify::{twilio, ManualClock, VerifyError};
 use chrono::{DateTime, Utc};
 
 /// The clock every target runs at (Unix seconds): fixed, so a corpus file
@@ -248,7 +248,7 @@ pub fn standard_webhook(data: &[u8]) -> Reached {
         panic!("the fallback secret does not decode");
     };
     let keys = [key.clone()];
-    let clock = FixedClock::at(NOW);
+    let clock = ManualClock::new(NOW * 1_000);
     fn signed<'a>(
         id: Option<&'a [u8]>,
         timestamp: Option<&'a [u8]>,

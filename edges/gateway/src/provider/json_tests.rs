@@ -6,7 +6,7 @@ use chrono::TimeZone;
 use super::*;
 use crate::config::{IntegrationConfig, RateLimit};
 use crate::testkit;
-use crate::verify::FixedClock;
+use crate::verify::ManualClock;
 
 const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 const NOW: i64 = 1_700_000_000;
@@ -60,7 +60,7 @@ fn accept(body: &str, id: &str, signed_at: i64, sign: bool) -> Result<CallEventD
         received_at: Utc.timestamp_opt(NOW, 0).unwrap(),
     };
     let provider = Json {
-        clock: Arc::new(FixedClock::at(NOW)),
+        clock: Arc::new(ManualClock::new(NOW * 1_000)),
         tolerance: standard_webhooks::DEFAULT_TOLERANCE,
     };
     let verified = provider.verify(&request)?;

@@ -6,11 +6,12 @@
 //! "valid", "invalid" or "stale": it never says which secret or which part
 //! of the signature was wrong.
 
-pub mod clock;
 pub mod standard_webhooks;
 pub mod twilio;
 
-pub use clock::{Clock, FixedClock, SystemClock};
+/// The workspace's one clock: signed timestamps are checked against it (tests pin a
+/// `ManualClock`).
+pub use callstream_platform::clock::{Clock, ManualClock, SystemClock};
 
 use subtle::ConstantTimeEq;
 

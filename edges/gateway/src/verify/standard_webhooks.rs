@@ -119,7 +119,7 @@ pub fn verify(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::verify::FixedClock;
+    use crate::verify::ManualClock;
 
     const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
     const ID: &str = "msg_p5jXN8AQM9LWM0D4loKWxJek";
@@ -139,7 +139,13 @@ mod tests {
             timestamp: Some(ts.as_bytes()),
             signature: sig.map(str::as_bytes),
         };
-        verify(keys, headers, body, &FixedClock::at(now), DEFAULT_TOLERANCE)
+        verify(
+            keys,
+            headers,
+            body,
+            &ManualClock::new(now * 1_000),
+            DEFAULT_TOLERANCE,
+        )
     }
 
     #[test]

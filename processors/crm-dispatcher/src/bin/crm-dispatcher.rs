@@ -9,9 +9,6 @@
 //! `CALLSTREAM_TRANSACTION_TIMEOUT_MS` and `CALLSTREAM_SESSION_TIMEOUT_MS`.
 //! Stops cleanly (the open transaction commits) on SIGTERM or SIGINT.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-
 use anyhow::{Context, Result};
 use callstream_crm_dispatcher as crm;
 use callstream_platform::{KafkaSettings, Settings};
@@ -36,35 +33,8 @@ fn main() -> Result<()> {
     runtime.session_timeout =
         settings.millis("CALLSTREAM_SESSION_TIMEOUT_MS", runtime.session_timeout)?;
     runtime.effects = Some(crm::effect_runner(&config).context("building the CRM client")?);
-    stop_on_signal(runtime.shutdown.clone());
+    callstream_platform::shutdown::set_on_signal(runtime.shutdown.clone());
     tracing::info!(app = %app_id, crm = %config.base_url, "CRM dispatcher starting");
     callstream_runtime::run(crm::processor(&config), spec, runtime)
         .context("the CRM dispatcher stopped with an error")
-}
-
-/// Sets `shutdown` on SIGTERM or SIGINT.
-fn stop_on_signal(shutdown: Arc<AtomicBool>) {
-    std::thread::spawn(move || {
-        let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-        else {
-            return;
-        };
-        runtime.block_on(async {
-            use tokio::signal::unix::{signal, SignalKind};
-            match signal(SignalKind::terminate()) {
-                Ok(mut term) => {
-                    tokio::select! {
-                        _ = tokio::signal::ctrl_c() => {}
-                        _ = term.recv() => {}
-                    }
-                }
-                Err(_) => {
-                    let _ = tokio::signal::ctrl_c().await;
-                }
-            }
-        });
-        shutdown.store(true, Ordering::SeqCst);
-    });
 }

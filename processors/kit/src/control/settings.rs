@@ -312,5 +312,4 @@ fn minute_time(minute: i32, range: std::ops::RangeInclusive<i32>) -> Option<Naiv
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests;

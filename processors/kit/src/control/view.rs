@@ -389,5 +389,4 @@ fn typed_value(
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests;

@@ -9,8 +9,6 @@
 //!
 //! Stops cleanly on SIGTERM or SIGINT (the open transaction commits).
 
-use std::sync::atomic::Ordering;
-
 use anyhow::{Context, Result};
 use callstream_launch_dispatcher::{effect_runner, processor, spec, DispatcherConfig, APP_ID};
 use callstream_platform::{KafkaSettings, Settings};
@@ -36,29 +34,7 @@ fn main() -> Result<()> {
         runtime.session_timeout,
     )?;
     runtime.effects = Some(effect_runner(&config).context("building the provider client")?);
-    let shutdown = runtime.shutdown.clone();
-    std::thread::spawn(move || {
-        if let Ok(signals) = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-        {
-            signals.block_on(async {
-                use tokio::signal::unix::{signal, SignalKind};
-                match signal(SignalKind::terminate()) {
-                    Ok(mut term) => {
-                        tokio::select! {
-                            _ = tokio::signal::ctrl_c() => {}
-                            _ = term.recv() => {}
-                        }
-                    }
-                    Err(_) => {
-                        let _ = tokio::signal::ctrl_c().await;
-                    }
-                }
-            });
-        }
-        shutdown.store(true, Ordering::SeqCst);
-    });
+    callstream_platform::shutdown::set_on_signal(runtime.shutdown.clone());
     let spec = spec(&config.topics, &app);
     callstream_runtime::run(processor(&config), spec, runtime).context("launch dispatcher failed")
 }

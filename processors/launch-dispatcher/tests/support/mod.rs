@@ -1,7 +1,12 @@
 //! Shared helpers of the driver tests: a dispatcher on the in-memory test
 //! driver, launch commands, and readers of what it emitted and asked for.
+//! The broker tests' helpers (the real broker and the voice simulator, the
+//! dispatcher in-process or as its own OS process) are `broker`.
 #![allow(dead_code, clippy::unwrap_used)]
 
+pub mod broker;
+
+use callstream_e2e::fixtures;
 use callstream_launch_dispatcher::ledger::{key_of, Entry};
 use callstream_launch_dispatcher::provider::{CreateOutcome, LookupOutcome};
 use callstream_launch_dispatcher::wire::{EffectCall, EffectReply};
@@ -11,8 +16,8 @@ use callstream_launch_dispatcher::{
 use callstream_platform::Topics;
 use callstream_runtime::{EffectRequest, Input, TestDriver};
 use callstream_schemas::{
-    AuditEvent, CallLaunch, ControlChange, ControlSetting, ControlValue, Event, ExceptionEvent,
-    JobOrigin, LaunchCommand, LaunchStatus,
+    AuditEvent, CallLaunch, ControlChange, ControlSetting, Event, ExceptionEvent, LaunchCommand,
+    LaunchStatus,
 };
 use chrono::DateTime;
 use uuid::Uuid;
@@ -51,22 +56,15 @@ pub fn driver() -> TestDriver<LaunchDispatcher> {
 pub fn command(n: u128) -> LaunchCommand {
     LaunchCommand {
         event_id: Uuid::from_u128(0xe000 + n),
-        tenant_id: TENANT.into(),
-        occurred_at: DateTime::from_timestamp_millis(START).unwrap(),
-        causation_id: None,
-        correlation_id: None,
-        launch_id: Uuid::from_u128(0x1000 + n),
-        job_id: Uuid::from_u128(0x2000 + n),
-        contact_id: format!("c-{n}"),
-        campaign_id: CAMPAIGN.into(),
-        origin: JobOrigin::CampaignEntry,
-        attempt: 1,
-        to_number: format!("+1555000{n:04}"),
-        from_number: None,
-        provider: None,
-        slot_at: DateTime::from_timestamp_millis(START).unwrap(),
-        expires_at: None,
-        slot_ends_at: None,
+        ..fixtures::launch_command(
+            TENANT,
+            &format!("c-{n}"),
+            CAMPAIGN,
+            Uuid::from_u128(0x1000 + n),
+            Uuid::from_u128(0x2000 + n),
+            &format!("+1555000{n:04}"),
+            DateTime::from_timestamp_millis(START).unwrap(),
+        )
     }
 }
 
@@ -90,22 +88,13 @@ pub fn set_shadow(driver: &mut TestDriver<LaunchDispatcher>, on: bool) {
 
 /// A control change setting `TENANT`'s shadow mode.
 pub fn shadow_change(on: bool) -> ControlChange {
-    ControlChange {
-        event_id: Uuid::new_v4(),
-        tenant_id: TENANT.into(),
-        occurred_at: DateTime::from_timestamp_millis(START).unwrap(),
-        causation_id: None,
-        correlation_id: None,
-        setting: ControlSetting::ShadowMode,
-        campaign_id: None,
-        new_value: ControlValue {
-            enabled: Some(on),
-            ..ControlValue::default()
-        },
-        old_value: None,
-        actor: callstream_schemas::Actor::system("test"),
-        reason: None,
-    }
+    fixtures::switch(
+        TENANT,
+        ControlSetting::ShadowMode,
+        Some(on),
+        callstream_schemas::Actor::system("test"),
+        DateTime::from_timestamp_millis(START).unwrap(),
+    )
 }
 
 pub fn launches(driver: &TestDriver<LaunchDispatcher>) -> Vec<CallLaunch> {

@@ -2,7 +2,8 @@ use super::*;
 use callstream_domain::calling_window::{CampaignWindow, Days};
 use callstream_domain::slot_grid::GridConfig;
 use callstream_domain::Availability;
-use callstream_schemas::{CallingWindow as WireWindow, JobOrigin, ScheduleRequestKind};
+use callstream_e2e::fixtures;
+use callstream_schemas::CallingWindow as WireWindow;
 use chrono::{NaiveTime, TimeZone};
 use chrono_tz::America::Chicago;
 use proptest::prelude::*;
@@ -170,24 +171,10 @@ fn a_window_that_federal_hours_close_entirely_is_refused() {
 fn request(zone: Option<&str>, windows: Vec<WireWindow>) -> ScheduleRequest {
     ScheduleRequest {
         event_id: Uuid::from_u128(9),
-        tenant_id: "t".into(),
-        occurred_at: chicago(2024, 6, 7, 8, 0),
-        causation_id: None,
-        correlation_id: None,
-        kind: ScheduleRequestKind::Plan,
-        job_id: job(1),
-        contact_id: "c".into(),
-        campaign_id: "k".into(),
-        origin: JobOrigin::CampaignEntry,
-        earliest_at: Some(chicago(2024, 6, 7, 8, 0)),
-        requested_at: None,
-        replaces_job_id: None,
-        reason: "campaign_entry".into(),
-        reason_detail: None,
         time_zone: zone.map(Into::into),
         time_zone_source: zone.map(|_| ZoneSource::AreaCode),
         windows,
-        attempt: Some(1),
+        ..fixtures::schedule_plan("t", "c", "k", job(1), chicago(2024, 6, 7, 8, 0))
     }
 }
 

@@ -6,8 +6,8 @@ use crate::decode::tests::example_bytes;
 use crate::{decode_any, AnyEvent, EventKind};
 use proptest::prelude::*;
 
-#[path = "../../../tests/common/mod.rs"]
-mod common;
+#[path = "../../../tests/support/mod.rs"]
+mod support;
 
 macro_rules! both_routes {
     ($any:expr, $($ty:ident),+) => {
@@ -42,8 +42,8 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
 
     #[test]
-    fn direct_encoding_matches_the_value_route((kind, value) in common::value_of_kind()) {
-        let bytes = common::written_by(kind.schema(), kind.fingerprint(), value);
+    fn direct_encoding_matches_the_value_route((kind, value) in support::value_of_kind()) {
+        let bytes = support::written_by(kind.schema(), kind.fingerprint(), value);
         let (direct, via_value) = routes(&decode_any(&bytes).expect("decodes"));
         prop_assert_eq!(direct, Some(via_value), "{:?}", kind);
     }

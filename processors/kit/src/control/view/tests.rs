@@ -1,6 +1,6 @@
 use super::*;
+use callstream_e2e::fixtures;
 use callstream_schemas::{Actor, CampaignSettings, CompletionSettings, GridSettings};
-use uuid::Uuid;
 
 use crate::control::settings::DEFAULT_ZONE;
 
@@ -10,19 +10,15 @@ fn change(
     campaign: Option<&str>,
     value: ControlValue,
 ) -> ControlChange {
-    ControlChange {
-        event_id: Uuid::new_v4(),
-        tenant_id: tenant.into(),
-        occurred_at: chrono::DateTime::from_timestamp_millis(1_700_000_000_000).unwrap(),
-        causation_id: None,
-        correlation_id: None,
+    let at = chrono::DateTime::from_timestamp_millis(1_700_000_000_000).unwrap();
+    fixtures::control_change(
+        tenant,
         setting,
-        campaign_id: campaign.map(Into::into),
-        new_value: value,
-        old_value: None,
-        actor: Actor::operator("test"),
-        reason: None,
-    }
+        campaign,
+        value,
+        Actor::operator("test"),
+        at,
+    )
 }
 
 fn flag(on: bool) -> ControlValue {
