@@ -305,7 +305,7 @@ impl CrmDispatcherConfig {
                 "not an http(s) URL",
             );
         }
-        if self.default_token.trim().is_empty() {
+        if self.default_token.trim().is_empty() && self.tenant_tokens.is_empty() {
             return Err(SettingError::Missing("CALLSTREAM_CRM_TOKEN").into());
         }
         let p = &self.policy;

@@ -153,7 +153,7 @@ impl Kit {
         let mut mine: Vec<_> = self
             .pending()
             .into_iter()
-            .filter(|(r, _)| r.key == contact.as_bytes())
+            .filter(|(r, _)| callstream_kit::keys::contact_of(&r.key) == contact)
             .collect();
         assert_eq!(
             mine.len(),
