@@ -121,6 +121,11 @@ pub mod gateway {
     pub fn launch_request(tenant: &str, request_id: &str) -> Uuid {
         derive_framed(&GATEWAY, &[tenant, "launch-request", request_id])
     }
+
+    /// The contact command of a contact update: one per tenant and request id.
+    pub fn contact_update(tenant: &str, request_id: &str) -> Uuid {
+        derive_framed(&GATEWAY, &[tenant, "contact-update", request_id])
+    }
 }
 
 /// Ids of what recovery writes. A call record read back from Twilio takes

@@ -112,6 +112,10 @@ fn every_rule_derives_the_name_it_always_derived() {
         gw(&["t", "json", "msg_1"])
     );
     assert_eq!(
+        gateway::contact_update("t", "r1"),
+        gw(&["t", "contact-update", "r1"])
+    );
+    assert_eq!(
         gateway::launch_request("t", "r1"),
         gw(&["t", "launch-request", "r1"])
     );

@@ -163,6 +163,10 @@ pub fn app(state: AppState) -> Router {
     Router::new()
         .route("/v1/webhooks/{provider}/{integration_id}", post(webhook))
         .route("/v1/launch-requests", post(crate::launch::launch_request))
+        .route(
+            "/v1/contact-updates",
+            post(crate::contact_update::contact_update),
+        )
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))

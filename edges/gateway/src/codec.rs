@@ -13,7 +13,7 @@ use callstream_schemas::{
     ContactCommandKind, ContactDetails, Event, EventKind,
 };
 
-use crate::event::{CallEventDraft, LaunchRequestDraft};
+use crate::event::{CallEventDraft, ContactUpdateDraft, LaunchRequestDraft};
 
 /// One encoded value and what the record headers say about it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,6 +39,7 @@ pub struct CodecError {
 pub trait EventCodec: Send + Sync + 'static {
     fn call_event(&self, event: CallEventDraft) -> Result<Encoded, CodecError>;
     fn launch_request(&self, request: LaunchRequestDraft) -> Result<Encoded, CodecError>;
+    fn contact_update(&self, update: ContactUpdateDraft) -> Result<Encoded, CodecError>;
 }
 
 /// The production codec: the schemas crate's types, single-object encoded.
@@ -138,15 +139,41 @@ pub fn to_contact_command(d: LaunchRequestDraft) -> ContactCommand {
         slot: None,
         slot_at: None,
         requested_at: d.not_before,
-        contact: d.contact.map(|c| ContactDetails {
-            phone_number: c.phone_number,
-            time_zone: c.time_zone,
-            do_not_call: c.do_not_call,
-            blocked: c.blocked,
-            enrolled_student: c.enrolled_student,
-            spam: c.spam,
-        }),
+        contact: d.contact.map(details),
         reason: d.reason,
+    }
+}
+
+fn details(c: crate::event::ContactDetails) -> ContactDetails {
+    ContactDetails {
+        phone_number: c.phone_number,
+        time_zone: c.time_zone,
+        do_not_call: c.do_not_call,
+        blocked: c.blocked,
+        enrolled_student: c.enrolled_student,
+        spam: c.spam,
+    }
+}
+
+/// The `ContactCommand` (kind `contact_update`) a draft becomes: the same
+/// intake actor as launch requests (the CRM), so its flags count as the CRM's.
+pub fn to_contact_update(d: ContactUpdateDraft) -> ContactCommand {
+    ContactCommand {
+        kind: ContactCommandKind::ContactUpdate,
+        campaign_id: None,
+        requested_at: None,
+        ..to_contact_command(LaunchRequestDraft {
+            command_id: d.command_id,
+            tenant_id: d.tenant_id,
+            request_id: d.request_id,
+            contact_id: d.contact_id,
+            campaign_id: String::new(),
+            not_before: None,
+            contact: Some(d.contact),
+            reason: d.reason,
+            received_at: d.received_at,
+            correlation_id: d.correlation_id,
+        })
     }
 }
 
@@ -160,6 +187,10 @@ impl EventCodec for AvroCodec {
 
     fn launch_request(&self, request: LaunchRequestDraft) -> Result<Encoded, CodecError> {
         encode(&to_contact_command(request))
+    }
+
+    fn contact_update(&self, update: ContactUpdateDraft) -> Result<Encoded, CodecError> {
+        encode(&to_contact_update(update))
     }
 }
 

@@ -127,6 +127,24 @@ pub struct LaunchRequestDraft {
     pub correlation_id: Option<Uuid>,
 }
 
+/// What the CRM (or an integration) says of a contact now, without asking
+/// for a call (a `ContactCommand` of kind `contact_update`): a new number or
+/// zone, or a restriction ("stop calling").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContactUpdateDraft {
+    /// Derived from tenant and the CRM's request id: a retried update keeps it.
+    pub command_id: Uuid,
+    pub tenant_id: String,
+    /// The CRM's idempotency key for this update.
+    pub request_id: String,
+    pub contact_id: String,
+    pub contact: ContactDetails,
+    pub reason: Option<String>,
+    pub received_at: DateTime<Utc>,
+    /// The chain this update continues, when the caller named one.
+    pub correlation_id: Option<Uuid>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

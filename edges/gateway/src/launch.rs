@@ -1,7 +1,8 @@
 //! Launch intake for the CRM: `POST /v1/launch-requests` with a tenant's
 //! bearer token asks for a call to a contact in a campaign. It becomes one
 //! `ContactCommand` (kind `launch_request`) on `contact-commands`, keyed by
-//! the contact, answered 202 with the command id once Kafka has it.
+//! the contact, answered 202 with the command id once Kafka has it. The
+//! contact-update route (`contact_update`) shares this path.
 //!
 //! The tenant is the one whose token matched; tokens are compared by their
 //! SHA-256 in constant time, against every configured hash. The command id
@@ -19,7 +20,8 @@ use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use uuid::Uuid;
 
-use crate::app::{spend, AppState, Budgeted};
+use crate::app::{spend, AppState, Budgeted, Inner};
+use crate::codec::Encoded;
 use crate::config::{hash_token, TenantConfig};
 use crate::error::ApiError;
 use crate::event::{ContactDetails, LaunchRequestDraft};
@@ -82,6 +84,18 @@ pub(crate) fn tenant_for<'t>(
     found
 }
 
+/// The contact's details as the caller gave them, with the ids checked.
+pub(crate) fn contact_details(c: ContactBody) -> Result<ContactDetails, ApiError> {
+    Ok(ContactDetails {
+        phone_number: optional_id("contact.phone_number", c.phone_number.as_deref())?,
+        time_zone: optional_id("contact.time_zone", c.time_zone.as_deref())?,
+        do_not_call: c.do_not_call,
+        blocked: c.blocked,
+        enrolled_student: c.enrolled_student,
+        spam: c.spam,
+    })
+}
+
 /// Reads a launch request out of a body.
 pub fn parse(
     tenant_id: &str,
@@ -94,17 +108,7 @@ pub fn parse(
     let request_id = required_id("request_id", body.request_id.as_deref())?;
     let contact_id = required_id("contact_id", body.contact_id.as_deref())?;
     let campaign_id = required_id("campaign_id", body.campaign_id.as_deref())?;
-    let contact = match body.contact {
-        None => None,
-        Some(c) => Some(ContactDetails {
-            phone_number: optional_id("contact.phone_number", c.phone_number.as_deref())?,
-            time_zone: optional_id("contact.time_zone", c.time_zone.as_deref())?,
-            do_not_call: c.do_not_call,
-            blocked: c.blocked,
-            enrolled_student: c.enrolled_student,
-            spam: c.spam,
-        }),
-    };
+    let contact = body.contact.map(contact_details).transpose()?;
     Ok(LaunchRequestDraft {
         command_id: ids::gateway::launch_request(tenant_id, &request_id),
         tenant_id: tenant_id.to_string(),
@@ -120,6 +124,43 @@ pub fn parse(
 }
 
 pub(crate) async fn launch_request(State(state): State<AppState>, request: Request) -> Response {
+    tenant_intake(
+        &state,
+        request,
+        Route::LaunchRequest,
+        |inner, tenant, body, headers| {
+            let draft = parse(tenant, body, headers, Utc::now())?;
+            let intake = Intake {
+                command_id: draft.command_id,
+                correlation_id: draft.correlation_id,
+                contact_id: draft.contact_id.clone(),
+                encoded: inner.codec.launch_request(draft).map_err(|e| {
+                    tracing::error!(error = %e, "launch request does not encode");
+                    ApiError::Internal
+                })?,
+            };
+            Ok(intake)
+        },
+    )
+    .await
+}
+
+/// A tenant's command, parsed and encoded, ready for `contact-commands`.
+pub(crate) struct Intake {
+    pub command_id: Uuid,
+    pub correlation_id: Option<Uuid>,
+    pub contact_id: String,
+    pub encoded: Encoded,
+}
+
+/// The CRM's intake routes (launch requests, contact updates): the tenant
+/// by its bearer token, then [`accept`]; the outcome is counted and logged.
+pub(crate) async fn tenant_intake(
+    state: &AppState,
+    request: Request,
+    route: Route,
+    parse: impl FnOnce(&Inner, &str, &[u8], &HeaderMap) -> Result<Intake, ApiError>,
+) -> Response {
     let started = Instant::now();
     let inner = &*state.0;
     let (parts, body) = request.into_parts();
@@ -129,14 +170,14 @@ pub(crate) async fn launch_request(State(state): State<AppState>, request: Reque
     let result = match (has_token, tenant) {
         (false, _) => Err(ApiError::MissingToken),
         (true, None) => Err(ApiError::BadToken),
-        (true, Some(tenant)) => accept(&state, tenant, parts, body).await,
+        (true, Some(tenant)) => accept(state, tenant, parts, body, parse).await,
     };
     let (code, status, id, response) = match result {
         Ok(id) => (ACCEPTED, 202, Some(id), accepted("command_id", id)),
         Err(e) => (e.code(), e.status().as_u16(), None, e.into_response()),
     };
     inner.metrics.record(&Outcome {
-        route: Route::LaunchRequest,
+        route,
         code,
         status,
         integration: None,
@@ -147,11 +188,15 @@ pub(crate) async fn launch_request(State(state): State<AppState>, request: Reque
     response
 }
 
+/// A JSON body within the size limit, within the tenant's rate limit,
+/// parsed, then produced to `contact-commands` keyed by the contact; the
+/// command id once Kafka has it.
 async fn accept(
     state: &AppState,
     tenant: &Budgeted<TenantConfig>,
     parts: Parts,
     body: Body,
+    parse: impl FnOnce(&Inner, &str, &[u8], &HeaderMap) -> Result<Intake, ApiError>,
 ) -> Result<Uuid, ApiError> {
     let inner = &*state.0;
     let headers = &parts.headers;
@@ -162,26 +207,20 @@ async fn accept(
     }
     let body = read_body(headers, body, inner.max_body_bytes).await?;
     spend(&tenant.limiter)?;
-    let draft = parse(&tenant.config.tenant_id, &body, headers, Utc::now())?;
-    let (command_id, correlation_id) = (draft.command_id, draft.correlation_id);
-    let key = draft.contact_id.clone();
-    let encoded = inner.codec.launch_request(draft).map_err(|e| {
-        tracing::error!(%command_id, error = %e, "launch request does not encode");
-        ApiError::Internal
-    })?;
-    let record_headers = RecordHeaders::new(command_id, correlation_id, headers);
+    let intake = parse(inner, &tenant.config.tenant_id, &body, headers)?;
+    let record_headers = RecordHeaders::new(intake.command_id, intake.correlation_id, headers);
     // As for webhooks: nothing of the request is needed past this point.
     drop((parts, body));
     produce(
         inner,
         &inner.contact_commands,
         callstream_platform::topics::CONTACT_COMMANDS,
-        &key,
-        &encoded,
+        &intake.contact_id,
+        &intake.encoded,
         &record_headers,
     )
     .await?;
-    Ok(command_id)
+    Ok(intake.command_id)
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@
 pub mod app;
 pub mod codec;
 pub mod config;
+pub mod contact_update;
 pub mod error;
 pub mod event;
 pub mod intake;

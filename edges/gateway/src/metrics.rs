@@ -21,6 +21,7 @@ pub enum Route {
     Twilio = 0,
     Json = 1,
     LaunchRequest = 2,
+    ContactUpdate = 3,
 }
 
 /// The outcome of a request that was made durable.
@@ -32,6 +33,7 @@ impl Route {
             Self::Twilio => "twilio",
             Self::Json => "json",
             Self::LaunchRequest => "launch_request",
+            Self::ContactUpdate => "contact_update",
         }
     }
 }
@@ -64,7 +66,7 @@ pub struct Metrics {
     /// Handles of the series every accepted request touches, looked up
     /// once: a family lookup hashes the labels and takes a lock, twice per
     /// request on the hot path. Same series as the family's, shared.
-    accepted: [Counter; 3],
+    accepted: [Counter; 4],
     acked: [(&'static str, Histogram); 2],
 }
 
@@ -74,7 +76,12 @@ const TOPICS: [&str; 2] = [
     callstream_platform::topics::CONTACT_COMMANDS,
 ];
 
-const ROUTES: [Route; 3] = [Route::Twilio, Route::Json, Route::LaunchRequest];
+const ROUTES: [Route; 4] = [
+    Route::Twilio,
+    Route::Json,
+    Route::LaunchRequest,
+    Route::ContactUpdate,
+];
 
 /// What a request ended as, for the log line.
 #[derive(Debug, Clone, Copy)]
