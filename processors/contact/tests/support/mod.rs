@@ -148,6 +148,18 @@ impl<P: Processor> Harness<P> {
         self.driver.pipe(input);
     }
 
+    /// The dispatcher's outcome of a launch, as it lands on `call-launches`.
+    pub fn launch_outcome(&mut self, outcome: &CallLaunch) {
+        let input = Input::new(
+            self.topics.name("call-launches"),
+            outcome.contact_id.clone(),
+            outcome.encode().unwrap(),
+        )
+        .header(header::EVENT_ID, outcome.event_id.to_string())
+        .at(outcome.occurred_at.timestamp_millis());
+        self.driver.pipe(input);
+    }
+
     pub fn call(&mut self, event: &CallEvent) {
         let input = Input::new(
             self.topics.name("call-events"),
