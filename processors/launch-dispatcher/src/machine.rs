@@ -224,9 +224,16 @@ fn dial(mut entry: Entry, env: &Env<'_>) -> Step {
     entry.requested_at_ms.get_or_insert(env.now_ms);
     entry.phase = Phase::Dispatching { seq: entry.seq };
     let launch = &entry.launch;
+    // Never sent after its slot or its window: the handler drops a create
+    // whose deadline passed while it waited (for the rate limiter, or a
+    // busy executor), and the next dial holds the launch.
+    let send_by_ms = [launch.slot_ends_at_ms, launch.expires_at_ms]
+        .into_iter()
+        .flatten()
+        .fold(env.policy.send_by_ms(env.now_ms), i64::min);
     let effect = EffectCall::Create {
         seq: entry.seq,
-        send_by_ms: env.policy.send_by_ms(env.now_ms),
+        send_by_ms,
         call: CreateCall {
             launch_id: launch.launch_id,
             tenant_id: launch.tenant_id.clone(),

@@ -4,6 +4,9 @@
 //!   OS process, feeders, the exactly-once check.
 //! - `operator`: the operator path in one process (`operator_api_*.rs`): projections,
 //!   processors, simulators and the API's router.
+//! - `pipeline`: the calling path in one process (`lead_safety.rs`): the contact
+//!   processor, the scheduler and the launch dispatcher against the voice simulator, each
+//!   stopped and started at will.
 //! - `recovery_sim`: the voice simulator and a receiver that reads callbacks with the
 //!   gateway's code (`recovery_simulator.rs`).
 //! - `voice`: the voice simulator's own test kit, the same file its tests use
@@ -17,6 +20,7 @@
 #![allow(dead_code)] // each test binary uses part of it
 
 pub mod operator;
+pub mod pipeline;
 pub mod recovery_sim;
 pub mod runtime;
 /// One copy of the simulator's test client and webhook receiver: included from
