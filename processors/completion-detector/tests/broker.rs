@@ -155,6 +155,79 @@ async fn a_quiet_partition_reports_within_a_second_of_the_deadline() -> Result<(
     Ok(())
 }
 
+/// Issue 14, hole 7: two tenants' contacts share an id (CRM ids are small
+/// numbers per portal). A completion of one tenant's call that names no
+/// launch and no call the detector knows falls back to an open launch of
+/// the same contact, and only ever of its own tenant: the other tenant's
+/// launch still goes missing when its window closes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_tenants_sharing_a_contact_id_never_close_each_others_launches() -> Result<()> {
+    let t = test_topics(&format!("{}-", unique_name("det-tenants")));
+    create_topics(&t).await?;
+    let app = format!("{}{APP_ID}", t.prefix);
+    let config = DetectorConfig {
+        early_grace_ms: 200,
+        ..config(&t, 4_000, 500)
+    };
+    let running = Running::start(processor(config), spec(&t, &app), |_| {});
+    let p = producer()?;
+    let consumer = reader(&t.name(topics::COMPLETION_MISSING), PARTITIONS)?;
+    warm_up(&p, &t, &consumer).await?;
+
+    let contact = "42";
+    let (acme, globex) = (Uuid::new_v4(), Uuid::new_v4());
+    let start = now_ms();
+    for (tenant, launch, at) in [("acme", acme, start), ("globex", globex, start + 10)] {
+        let event = accepted_launch(
+            tenant,
+            contact,
+            launch,
+            &format!("CA{}", launch.simple()),
+            at,
+        );
+        produce(
+            &p,
+            &t.name(topics::CALL_LAUNCHES),
+            contact,
+            &event.encode()?,
+        )
+        .await?;
+    }
+    // Globex's call ends; its callback names neither the launch nor a call
+    // the detector was told of.
+    let completion = live_event(
+        "globex",
+        contact,
+        None,
+        "CA-elsewhere",
+        "completed",
+        start + 1_000,
+    );
+    produce(
+        &p,
+        &t.name(topics::CALL_EVENTS),
+        contact,
+        &completion.encode()?,
+    )
+    .await?;
+
+    let mut missing = Vec::new();
+    read_missing(
+        &consumer,
+        Instant::now() + Duration::from_secs(15),
+        Duration::from_secs(3),
+        |event, _| missing.push((event.tenant_id, event.launch_id)),
+    )
+    .await?;
+    running.stop()?;
+    assert_eq!(
+        missing,
+        [("acme".to_string(), acme)],
+        "acme's launch goes missing; globex's completion closed globex's own"
+    );
+    Ok(())
+}
+
 /// The detector as its own OS process, so the test can SIGKILL it.
 struct Instance(Child);
 
