@@ -10,7 +10,7 @@ use super::children::Children;
 use super::reader::Reader;
 use super::roles::Available;
 use super::setup::Run;
-use super::{api, render, summary, views, DemoArgs, Outcome};
+use super::{api, promises, render, summary, views, DemoArgs, Outcome};
 
 /// How long the views must stand still before a difference counts as real.
 const VIEWS_QUIET: Duration = Duration::from_secs(5);
@@ -28,8 +28,9 @@ pub struct Sources<'a> {
     pub outcome: &'a Outcome,
 }
 
-/// Builds and prints the summary.
-pub async fn print_summary(src: Sources<'_>) {
+/// Builds and prints the summary; returns the invariants that failed (or
+/// that no summary could be made).
+pub async fn print_summary(src: Sources<'_>) -> Vec<&'static str> {
     let Sources {
         args,
         run,
@@ -71,7 +72,7 @@ pub async fn print_summary(src: Sources<'_>) {
         Ok(mut t) => std::mem::take(&mut *t),
         Err(_) => {
             println!("demo: the reader thread panicked; no summary");
-            return;
+            return vec!["a summary was made"];
         }
     };
     let views = match pool {
@@ -89,6 +90,13 @@ pub async fn print_summary(src: Sources<'_>) {
         }
         _ => None,
     };
+    let promises = promises::check(
+        &outcome.stats.calls,
+        &run.control,
+        &outcome.pauses,
+        &outcome.zones,
+        &tally,
+    );
     let summary = summary::build(
         &tally,
         &outcome.stats,
@@ -100,6 +108,7 @@ pub async fn print_summary(src: Sources<'_>) {
             recovery: available.recovery,
             views,
             api,
+            promises,
         },
     );
     print!("{}", render::text(&summary));
@@ -110,6 +119,7 @@ pub async fn print_summary(src: Sources<'_>) {
     if let Some(api) = &summary.api {
         print!("{}", api::text(api, args.keep_running));
     }
+    summary.invariants.failed()
 }
 
 /// The tenant the workload runs as: the control file's first.

@@ -20,6 +20,7 @@ mod by_launch;
 mod children;
 mod database;
 mod finish;
+mod promises;
 mod reader;
 mod render;
 mod roles;
@@ -42,6 +43,9 @@ pub use args::DemoArgs;
 use children::Children;
 use setup::Run;
 
+/// How long after the workload the CRM contradicts the leads' opt-outs.
+const CONTRADICTION_DELAY: Duration = Duration::from_secs(30);
+
 /// How long the topics must be quiet before the run counts as settled.
 const QUIET: Duration = Duration::from_secs(4);
 /// How long roles get to become ready.
@@ -55,6 +59,10 @@ pub(crate) struct Outcome {
     stats: sims::SimStats,
     settled: bool,
     elapsed: Duration,
+    /// The campaign pauses the run wrote, with when.
+    pauses: Vec<promises::PauseWindow>,
+    /// The zone each contact's CRM record named.
+    zones: promises::ContactZones,
 }
 
 /// Runs the demo.
@@ -104,8 +112,9 @@ pub async fn run(args: DemoArgs) -> Result<()> {
     if !args.keep_running {
         stopped.extend(children.stop(STOP_GRACE, roles::is_processor).await);
     }
+    let mut failed = Vec::new();
     if let Ok(outcome) = &result {
-        finish::print_summary(finish::Sources {
+        failed = finish::print_summary(finish::Sources {
             args: &args,
             run: &run,
             available: &available,
@@ -129,6 +138,9 @@ pub async fn run(args: DemoArgs) -> Result<()> {
     // Before the topics go: a reader left running would log their deletion.
     reader.stop();
     result?;
+    if !failed.is_empty() {
+        bail!("invariants failed: {}", failed.join("; "));
+    }
     if args.clean_up {
         let n = setup::delete_topics(&run).await?;
         if available.projections {
@@ -215,15 +227,30 @@ async fn drive(
         );
         faults_until = faults_until.max(start + args.crm_outage_after + args.crm_outage_for);
     }
+    let mut pause = None;
+    let pause_windows = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     if !args.pause_for.is_zero() {
-        tokio::spawn(sims::pause_campaign(
+        pause = Some(tokio::spawn(sims::pause_campaign(
             run.clone(),
             args.pause_campaign.clone(),
             args.pause_after,
             args.pause_for,
-        ));
+            pause_windows.clone(),
+        )));
         faults_until = faults_until.max(start + args.pause_after + args.pause_for);
     }
+    // Once the workload is sent: the CRM's records of leads who opted out in
+    // a call say they may be called (a new launch request each, with
+    // `do_not_call: false`); callstream must not call them again.
+    // Polled by the loop (the workload's requests are not `Send`, so not spawned).
+    let mut contradictions: Option<
+        std::pin::Pin<Box<dyn std::future::Future<Output = Result<usize>>>>,
+    > = None;
+    let zones: promises::ContactZones = plan
+        .launches
+        .iter()
+        .map(|l| (l.contact_id.clone(), l.contact.time_zone.clone()))
+        .collect();
 
     let mut report = None;
     // Jobs due before the horizon hold the run; it is fixed when the
@@ -248,6 +275,23 @@ async fn drive(
                 );
                 report = Some(sent);
                 horizon_ms = Some(now_ms().saturating_add(lookahead_ms));
+                contradictions = Some(Box::pin(sims::crm_contradicts_opt_outs(
+                    run.clone(),
+                    settings.clone(),
+                    plan.launches.clone(),
+                    CONTRADICTION_DELAY,
+                )));
+                faults_until = faults_until.max(Instant::now() + CONTRADICTION_DELAY + Duration::from_secs(5));
+            }
+            said = async { contradictions.as_mut().map(|f| f.as_mut()).expect("checked").await },
+                if contradictions.is_some() => {
+                contradictions = None;
+                match said {
+                    Ok(n) => println!(
+                        "demo: the CRM said {n} leads who opted out in a call may be called (launch requests with do_not_call false)"
+                    ),
+                    Err(e) => println!("demo: the CRM's contradicting requests failed: {e:#}"),
+                }
             }
             _ = tick.tick() => {}
         }
@@ -263,7 +307,7 @@ async fn drive(
             Err(_) => bail!("the reader thread panicked"),
         };
         pending.workload_running = report.is_none();
-        pending.faults_running = Instant::now() < faults_until;
+        pending.faults_running = Instant::now() < faults_until || contradictions.is_some();
         pending.lag = reader.lag();
         pending.idle = reader.idle();
         if last_progress.elapsed() >= args.progress_every {
@@ -292,6 +336,11 @@ async fn drive(
         }
     };
     let workload = report.unwrap_or_default();
+    if let Some(handle) = pause {
+        // Over by now unless the run was cut short; its window says so.
+        handle.abort();
+    }
+    let pauses = pause_windows.lock().map(|p| p.clone()).unwrap_or_default();
     let stats = match sims::stats(run).await {
         Ok(s) => s,
         Err(e) => {
@@ -304,6 +353,8 @@ async fn drive(
         stats,
         settled,
         elapsed: start.elapsed(),
+        pauses,
+        zones,
     })
 }
 

@@ -305,6 +305,27 @@ pub fn text(s: &Summary) -> String {
         x.dead_letters
     );
     v.write_text(&mut o);
+    let p = &s.promises;
+    let _ = writeln!(
+        o,
+        "\npromises to the people called (from the voice simulator's records)"
+    );
+    for (name, check) in [
+        ("no call to an opted-out lead", &p.no_call_to_opted_out_lead),
+        ("no call while paused", &p.no_call_while_paused),
+        ("pace cap by send time", &p.cap_held_by_send_time),
+        ("no call outside the window", &p.no_call_outside_window),
+        ("no contact stuck", &p.no_contact_stuck),
+    ] {
+        let _ = writeln!(
+            o,
+            "  {name:<30} {} checked, {} broken",
+            check.checked, check.broken
+        );
+        for example in &check.examples {
+            let _ = writeln!(o, "    e.g. {example}");
+        }
+    }
     let _ = writeln!(o, "\ninvariants");
     for (name, ok) in s.invariants.all() {
         let _ = writeln!(o, "  [{}] {name}", if ok { "ok" } else { "FAIL" });
@@ -338,6 +359,7 @@ pub fn json_lines(s: &Summary) -> Vec<String> {
         line("exceptions", &s.exceptions),
         line("views", &s.views),
         line("api", &serde_json::json!({ "api": s.api })),
+        line("promises", &s.promises),
         line("invariants", &s.invariants),
     ]
 }

@@ -10,6 +10,9 @@ use anyhow::{Context, Result};
 use callstream_control::ControlFile;
 use serde_json::{json, Value};
 
+use std::sync::{Arc, Mutex};
+
+use super::promises::PauseWindow;
 use super::setup::{apply_control, Run};
 
 /// Both simulators' counters, as they answered, and the voice platform's
@@ -95,7 +98,16 @@ pub fn with_campaign_paused(file: &ControlFile, campaign: &str) -> ControlFile {
 
 /// An operator pauses `campaign` after `after` and resumes it `length`
 /// later, through the control topic as `callstream control apply` would.
-pub async fn pause_campaign(run: Run, campaign: String, after: Duration, length: Duration) {
+/// Pauses `campaign` after `after` for `length`, as an operator would, and
+/// records when it was paused (from the moment the pause was written until
+/// the resume was) in `windows`, for the no-call-while-paused promise.
+pub async fn pause_campaign(
+    run: Run,
+    campaign: String,
+    after: Duration,
+    length: Duration,
+    windows: Arc<Mutex<Vec<PauseWindow>>>,
+) {
     tokio::time::sleep(after).await;
     let paused = with_campaign_paused(&run.control, &campaign);
     let reason = format!("demo: {campaign} paused for {}s", length.as_secs());
@@ -103,15 +115,81 @@ pub async fn pause_campaign(run: Run, campaign: String, after: Duration, length:
         eprintln!("demo: pausing {campaign} failed: {e:#}");
         return;
     }
+    let from_ms = chrono::Utc::now().timestamp_millis();
+    let record = |to_ms| {
+        if let Ok(mut w) = windows.lock() {
+            w.retain(|p: &PauseWindow| p.from_ms != from_ms);
+            w.push(PauseWindow {
+                campaign: campaign.clone(),
+                from_ms,
+                to_ms,
+            });
+        }
+    };
+    // Until the resume is written, the pause covers the rest of the run.
+    record(i64::MAX);
     println!(
         "demo: operator paused campaign {campaign} for {}s",
         length.as_secs()
     );
     tokio::time::sleep(length).await;
+    // Calls may leave again from the moment the resume is written.
+    record(chrono::Utc::now().timestamp_millis());
     match apply_control(&run, &run.control, "demo: pause over").await {
         Ok(_) => println!("demo: operator resumed campaign {campaign}"),
         Err(e) => eprintln!("demo: resuming {campaign} failed: {e:#}"),
     }
+}
+
+/// A launch request for every contact of `launches` whose call in `calls`
+/// ended with the lead saying "stop", its CRM record saying they may be called.
+fn contradicting(
+    calls: &Value,
+    launches: Vec<callstream_workload::Launch>,
+) -> Vec<callstream_workload::Launch> {
+    let opted_out: std::collections::HashSet<String> = calls
+        .get("calls")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|c| c.get("intent").and_then(Value::as_str) == Some("do_not_call"))
+        .filter(|c| c.get("completion_dropped").and_then(Value::as_bool) == Some(false))
+        .filter(|c| c.get("ended_at_ms").is_some_and(|v| !v.is_null()))
+        .filter_map(|c| {
+            c.get("contact_id")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        })
+        .collect();
+    let mut seen = std::collections::HashSet::new();
+    launches
+        .into_iter()
+        .filter(|l| opted_out.contains(&l.contact_id) && seen.insert(l.contact_id.clone()))
+        .map(|mut l| {
+            l.request_id = format!("{}-crm-says-callable", l.request_id);
+            l.campaign_id = "reengage".into();
+            l.reason = "the CRM's record says the lead may be called".into();
+            l.contact.do_not_call = false;
+            l
+        })
+        .collect()
+}
+
+/// After `delay`, the CRM sends a launch request for every lead who said
+/// "stop" in a call the platform reported, its record saying `do_not_call:
+/// false` (a CRM that never heard of the opt-out). Returns how many it sent.
+pub async fn crm_contradicts_opt_outs(
+    run: Run,
+    settings: callstream_workload::SendSettings,
+    launches: Vec<callstream_workload::Launch>,
+    delay: Duration,
+) -> Result<usize> {
+    tokio::time::sleep(delay).await;
+    let calls = get(&client()?, &format!("{}/_sim/calls", run.voice_url)).await?;
+    let again = contradicting(&calls, launches);
+    let plan = callstream_workload::Plan { launches: again };
+    let report = callstream_workload::send(&plan, &settings).await?;
+    Ok(report.accepted)
 }
 
 #[cfg(test)]

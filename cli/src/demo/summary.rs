@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use super::api::Api;
 use super::by_launch::{self, CrmPerLaunch, Dropped};
+use super::promises::Promises;
 use super::sections::{self, Calls, Completions, Crm, Exceptions, Intake, Jobs};
 use super::sims::SimStats;
 use super::slots::{self, Slots};
@@ -29,6 +30,7 @@ pub struct Summary {
     pub exceptions: Exceptions,
     pub views: Views,
     pub api: Option<Api>,
+    pub promises: Promises,
     pub invariants: Invariants,
 }
 
@@ -65,6 +67,12 @@ pub struct Invariants {
     /// where a completion was replayed.
     pub one_crm_record_per_launch: bool,
     pub five_minute_cap_held: bool,
+    /// The promises to the people called, from the voice simulator's records.
+    pub no_call_to_opted_out_lead: bool,
+    pub no_call_while_paused: bool,
+    pub cap_held_by_send_time: bool,
+    pub no_call_outside_window: bool,
+    pub no_contact_stuck: bool,
     /// Checked by launch id: each dropped completion recovered (advanced
     /// when the platform lost the call), and no missing case left open.
     pub every_dropped_completion_closed: bool,
@@ -74,8 +82,17 @@ pub struct Invariants {
 }
 
 impl Invariants {
+    /// The names of the invariants that failed.
+    pub fn failed(&self) -> Vec<&'static str> {
+        self.all()
+            .into_iter()
+            .filter(|(_, ok)| !ok)
+            .map(|(name, _)| name)
+            .collect()
+    }
+
     /// Every invariant, with its name.
-    pub fn all(&self) -> [(&'static str, bool); 10] {
+    pub fn all(&self) -> [(&'static str, bool); 15] {
         [
             ("every launch request accepted", self.every_request_accepted),
             ("launches went out when due", self.launches_when_due),
@@ -86,6 +103,23 @@ impl Invariants {
                 self.one_crm_record_per_launch,
             ),
             ("5-minute cap held", self.five_minute_cap_held),
+            (
+                "no call to a lead after they opted out (simulator)",
+                self.no_call_to_opted_out_lead,
+            ),
+            (
+                "no call while a pause covered it (simulator)",
+                self.no_call_while_paused,
+            ),
+            (
+                "pace cap held by send time (simulator)",
+                self.cap_held_by_send_time,
+            ),
+            (
+                "no call outside the lead's window (simulator)",
+                self.no_call_outside_window,
+            ),
+            ("no contact stuck in dispatching", self.no_contact_stuck),
             (
                 "every dropped completion closed (by launch id)",
                 self.every_dropped_completion_closed,
@@ -106,6 +140,7 @@ pub struct Context<'a> {
     pub recovery: bool,
     pub views: Views,
     pub api: Option<Api>,
+    pub promises: Promises,
 }
 
 pub fn build(t: &Tally, sims: &SimStats, cx: Context<'_>) -> Summary {
@@ -129,6 +164,11 @@ pub fn build(t: &Tally, sims: &SimStats, cx: Context<'_>) -> Summary {
         no_crm_duplicates: crm.duplicates == 0,
         one_crm_record_per_launch: by_launch.crm.over_one == 0,
         five_minute_cap_held: slots.iter().all(Slots::cap_held),
+        no_call_to_opted_out_lead: cx.promises.no_call_to_opted_out_lead.ok(),
+        no_call_while_paused: cx.promises.no_call_while_paused.ok(),
+        cap_held_by_send_time: cx.promises.cap_held_by_send_time.ok(),
+        no_call_outside_window: cx.promises.no_call_outside_window.ok(),
+        no_contact_stuck: cx.promises.no_contact_stuck.ok(),
         every_dropped_completion_closed: by_launch.dropped.not_closed == 0
             && completions.unresolved == 0
             && completions.still_open == 0,
@@ -148,6 +188,7 @@ pub fn build(t: &Tally, sims: &SimStats, cx: Context<'_>) -> Summary {
         exceptions,
         views: cx.views,
         api: cx.api,
+        promises: cx.promises,
         invariants,
     }
 }

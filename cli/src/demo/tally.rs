@@ -13,7 +13,7 @@ use callstream_completion_detector::completion::final_outcome;
 use callstream_schemas::{
     AnyEvent, AuditResult, CallEvent, CallEventSource, CallLaunch, ContactCommandKind,
     ContactState, ExceptionStatus, JobState, LaunchStatus, ScheduleEvent, ScheduleEventKind,
-    ScheduleRequest, ScheduleRequestKind,
+    ScheduleRequest, ScheduleRequestKind, WorkflowState,
 };
 use uuid::Uuid;
 
@@ -59,6 +59,8 @@ pub struct Tally {
     /// Jobs the scheduler fired (LaunchDue emitted).
     pub fired: HashSet<Uuid>,
 
+    /// The latest workflow state of every contact (tenant, contact), from `contact-state`.
+    pub workflows: HashMap<(String, String), WorkflowState>,
     /// The latest state and reason of every job, from `contact-state`.
     pub job_states: HashMap<Uuid, (JobState, String)>,
     /// Jobs ever seen held, with the reason.
@@ -235,6 +237,10 @@ impl Tally {
     }
 
     fn contact_state(&mut self, s: ContactState) {
+        self.workflows.insert(
+            (s.tenant_id.clone(), s.contact_id.clone()),
+            s.workflow_state,
+        );
         for job in s.jobs {
             if job.state == JobState::Held {
                 self.held

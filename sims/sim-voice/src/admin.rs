@@ -2,7 +2,10 @@
 //! simulator only ever listens on loopback):
 //! - `GET /_sim/stats`: the counters ([`crate::store::Stats`]).
 //! - `GET /_sim/calls`: every call with its planned outcome and faults,
-//!   lost calls included, so a test knows which completions were dropped.
+//!   lost calls included, so a test knows which completions were dropped;
+//!   with when it was created and ended, and the tenant, contact and
+//!   campaign its callback URL names (what the platform saw, for the
+//!   demo's promises).
 //! - `GET /_sim/config`, `POST /_sim/config`: the behaviour new calls get;
 //!   the POST body is a JSON object of the fields to change (unknown
 //!   fields and invalid values are refused, 400, and change nothing).
@@ -46,6 +49,10 @@ async fn calls(State(state): State<SimState>) -> Response {
                 "intent": c.intent,
                 "launch_id": target.and_then(|t| t.launch_id.as_deref()),
                 "contact_id": target.and_then(|t| t.contact_id.as_deref()),
+                "tenant": target.and_then(|t| t.tenant.as_deref()),
+                "campaign_id": target.and_then(|t| t.campaign_id.as_deref()),
+                "created_at_ms": c.created_at.timestamp_millis(),
+                "ended_at_ms": c.end_time.map(|t| t.timestamp_millis()),
                 "completion_dropped": c.completion_dropped,
                 "lost": c.vanished,
                 "callbacks_made": c.requests.len(),
