@@ -157,6 +157,38 @@ async fn a_launch_request_becomes_a_contact_command() {
     );
 }
 
+/// Issue 14, hole 2: the CRM can say "stop" without a launch request.
+#[tokio::test]
+async fn a_contact_update_becomes_a_contact_command() {
+    let gw = kafka_gateway().await;
+    let body = r#"{"request_id":"crm-552","contact_id":"c-5","reason":"unsubscribed",
+        "contact":{"do_not_call":true}}"#;
+    let reply = gw.send(contact_update(Some(LAUNCH_TOKEN), body)).await;
+    assert_eq!(reply.status, StatusCode::ACCEPTED, "{:?}", reply.json);
+    let command_id = reply.json["command_id"].as_str().unwrap().to_string();
+    let refused = gw.send(contact_update(None, body)).await;
+    assert_eq!(refused.status, StatusCode::UNAUTHORIZED);
+    let empty = r#"{"request_id":"crm-553","contact_id":"c-5","contact":{}}"#;
+    let refused = gw.send(contact_update(Some(LAUNCH_TOKEN), empty)).await;
+    assert_eq!(
+        refused.status,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "{:?}",
+        refused.json
+    );
+
+    let records = read_topic(&gw.config.kafka, &gw.topic(CONTACT_COMMANDS), 1, WAIT).await;
+    assert_eq!(records.len(), 1, "only the accepted update is on the topic");
+    assert_eq!(records[0].key(), Some(&b"c-5"[..]));
+    let command = ContactCommand::decode(records[0].payload().unwrap()).unwrap();
+    assert_eq!(command.kind, ContactCommandKind::ContactUpdate);
+    assert_eq!(command.event_id.to_string(), command_id);
+    assert_eq!(command.tenant_id, TENANT);
+    assert_eq!(command.campaign_id, None);
+    assert_eq!(command.contact.unwrap().do_not_call, Some(true));
+    assert_eq!(command.reason.as_deref(), Some("unsubscribed"));
+}
+
 #[tokio::test]
 async fn readiness_sees_the_broker_and_the_topics() {
     let gw = kafka_gateway().await;

@@ -193,8 +193,16 @@ pub fn json_request(id: &str, timestamp: i64, body: &str, secret: &str) -> Reque
 }
 
 pub fn launch_request(token: Option<&str>, body: &str) -> Request<Body> {
-    let mut builder =
-        Request::post("/v1/launch-requests").header("content-type", "application/json");
+    intake("/v1/launch-requests", token, body)
+}
+
+/// A CRM contact update with `body`, as the CRM would post it.
+pub fn contact_update(token: Option<&str>, body: &str) -> Request<Body> {
+    intake("/v1/contact-updates", token, body)
+}
+
+fn intake(path: &str, token: Option<&str>, body: &str) -> Request<Body> {
+    let mut builder = Request::post(path).header("content-type", "application/json");
     if let Some(token) = token {
         builder = builder.header("authorization", format!("Bearer {token}"));
     }
