@@ -11,9 +11,9 @@
 use callstream_domain::timezone::{ResolvedZone, ZoneSource as DomainZoneSource};
 use callstream_runtime::{Output, ProcessError};
 use callstream_schemas::{
-    Actor, AuditEvent, AuditResult, CallingWindow, ContactState, CrmCommand, Event, ExceptionEvent,
-    ExceptionStatus, ExceptionType, LaunchCommand, ScheduleRequest, ScheduleRequestKind,
-    ZoneSource,
+    Actor, AuditEvent, AuditResult, CallingWindow, ContactCommand, ContactCommandKind,
+    ContactState, CrmCommand, Event, ExceptionEvent, ExceptionStatus, ExceptionType, LaunchCommand,
+    ScheduleRequest, ScheduleRequestKind, ZoneSource,
 };
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
@@ -185,6 +185,42 @@ impl<'a> Outbox<'a> {
     pub fn launch(&mut self, command: &LaunchCommand) -> Result<(), ProcessError> {
         let key = self.contact_id.clone();
         self.push(self.topics.launch_commands.clone(), &key, command)
+    }
+
+    /// Tells the dispatcher that launch `launch_id` (of job `job_id`) may no
+    /// longer be placed, for `reason`: a `cancel_future_jobs` command on
+    /// `launch-commands`, keyed by contact, so it comes after the launch.
+    pub fn stop_launch(
+        &mut self,
+        job_id: Uuid,
+        launch_id: Uuid,
+        reason: &str,
+        actor: Actor,
+    ) -> Result<(), ProcessError> {
+        let env = self.envelope(&["stop-launch", &launch_id.to_string()]);
+        let command = ContactCommand {
+            event_id: env.event_id,
+            tenant_id: self.tenant_id.clone(),
+            occurred_at: env.occurred_at,
+            causation_id: Some(env.causation_id),
+            correlation_id: Some(env.correlation_id),
+            kind: ContactCommandKind::CancelFutureJobs,
+            contact_id: self.contact_id.clone(),
+            actor,
+            request_id: None,
+            campaign_id: None,
+            job_id: Some(job_id),
+            launch_id: Some(launch_id),
+            exception_id: None,
+            origin: None,
+            slot: None,
+            slot_at: None,
+            requested_at: None,
+            contact: None,
+            reason: Some(reason.to_owned()),
+        };
+        let key = self.contact_id.clone();
+        self.push(self.topics.launch_commands.clone(), &key, &command)
     }
 
     /// A CRM write, keyed by contact.

@@ -12,6 +12,9 @@
 //!   holds it for a person to review.
 //! - `shadow`: shadow mode made no call; the step ends as completed.
 //! - `ambiguous`: not an outcome yet (reconciliation follows); nothing changes.
+//! - Whatever the outcome, a launch not placed while the lead has become
+//!   barred ends its job cancelled with the restriction, and the workflow
+//!   fails: nothing is planned.
 //!
 //! Guarantees: an outcome is taken once (its event id is remembered), only
 //! for the job that launched under it and only while the workflow is still
@@ -66,6 +69,18 @@ pub fn handle(step: &mut Step<'_, '_>, launch: &CallLaunch) -> Result<bool, Proc
     }
     let reason = launch.reason.as_deref().unwrap_or(launch.status.as_str());
     let detail = launch.reason_detail.clone();
+    // Not placed, and the lead may no longer be called (a restriction came
+    // while it was on its way): the job ends there, nothing is planned.
+    if let (LaunchStatus::Held | LaunchStatus::Failed, Some(barred)) =
+        (launch.status, step.contact.barred_reason())
+    {
+        step.finish(job.job_id, JobState::Cancelled, barred, detail);
+        let _ = step
+            .contact
+            .workflow
+            .apply(workflow.step(), WorkflowState::Failed);
+        return Ok(true);
+    }
     match launch.status {
         LaunchStatus::Accepted => {
             let _ = step

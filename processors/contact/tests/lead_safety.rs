@@ -144,6 +144,52 @@ fn a_crm_update_cancels_every_future_job_at_once() {
     assert!(h.due("c1", &first, t0() + minutes(5)).is_none());
 }
 
+/// A restriction that comes while a launch is on its way to the dispatcher
+/// stops it there (on the launch's key, behind it); the held outcome that
+/// comes back ends the job, nothing is planned.
+#[test]
+fn a_restriction_stops_a_launch_already_sent() {
+    let mut h = harness();
+    let launch = h.launched("c1");
+    let update = details_command(
+        ContactCommandKind::ContactUpdate,
+        "c1",
+        "block",
+        Actor {
+            kind: ActorKind::Integration,
+            id: "launch-intake".into(),
+        },
+        ContactDetails {
+            blocked: Some(true),
+            ..ContactDetails::default()
+        },
+    );
+    h.command(&update, t0() + minutes(5));
+    let stops = h.stops();
+    let stop = stops.last().unwrap();
+    assert_eq!(stop.kind, ContactCommandKind::CancelFutureJobs);
+    assert_eq!(stop.launch_id, Some(launch.launch_id));
+    assert_eq!(stop.reason.as_deref(), Some("blocked_number"));
+    let plans = h.plans().len();
+    let held = CallLaunch {
+        reason: Some("blocked_number".into()),
+        ..fixtures::call_launch(
+            TENANT,
+            "c1",
+            CAMPAIGN,
+            launch.launch_id,
+            launch.job_id,
+            LaunchStatus::Held,
+            t0() + minutes(6),
+        )
+    };
+    h.launch_outcome(&held);
+    let state = h.state("c1");
+    assert_eq!(state.workflow_state, WorkflowState::Failed);
+    assert_eq!(job(&state, launch.job_id).state, JobState::Cancelled);
+    assert_eq!(h.plans().len(), plans, "nothing planned");
+}
+
 /// Hole 6: every launch outcome returns to the workflow; none leaves the
 /// contact in `dispatching`.
 #[test]

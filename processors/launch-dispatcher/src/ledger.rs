@@ -146,6 +146,10 @@ pub struct Entry {
     pub ambiguous_emitted: bool,
     /// The last transient failure, for the reason of an eventual `failed`.
     pub last_error: Option<(String, Option<String>)>,
+    /// A restriction of the lead that came after the command (do-not-call,
+    /// blocked, ...): no further create is made; the launch is held with it.
+    #[serde(default)]
+    pub stopped: Option<String>,
 }
 
 impl Entry {
@@ -159,6 +163,7 @@ impl Entry {
             requested_at_ms: None,
             ambiguous_emitted: false,
             last_error: None,
+            stopped: None,
         }
     }
 

@@ -28,6 +28,26 @@ pub fn on_command(existing: Option<Entry>, launch: Launch, env: &Env<'_>) -> Ste
     dial(Entry::new(launch), env)
 }
 
+/// The contact processor says the lead may no longer be called (a
+/// restriction came after the command): no create is made from now on. A
+/// launch with nothing in flight ends held at once with the restriction as
+/// its reason; one whose create or lookup may be in flight ends when its
+/// answer comes (accepted if the call was placed before: it cannot be
+/// undone), and is never dialed again.
+pub fn on_stop(mut entry: Entry, reason: String, env: &Env<'_>) -> Step {
+    if entry.is_done() {
+        return Step::ignore(Ignored::AfterFinish);
+    }
+    entry.stopped = Some(reason.clone());
+    match entry.phase {
+        Phase::RetryWait => {
+            let detail = format!("{} after the launch was sent", reason.replace('_', " "));
+            finish(entry, Outcome::Held { reason, detail }, env)
+        }
+        _ => Step::put(entry),
+    }
+}
+
 /// The launch's step timer is due.
 pub fn on_timer(entry: Entry, env: &Env<'_>) -> Step {
     match entry.phase {
@@ -199,6 +219,10 @@ fn on_lookup(mut entry: Entry, seq: u32, outcome: LookupOutcome, env: &Env<'_>) 
 fn dial(mut entry: Entry, env: &Env<'_>) -> Step {
     if let Some((reason, detail)) = refusal(&entry.launch, env) {
         return fail(entry, FailureKind::Launch, reason.into(), detail, env);
+    }
+    if let Some(reason) = entry.stopped.clone() {
+        let detail = format!("{} after the launch was sent", reason.replace('_', " "));
+        return finish(entry, Outcome::Held { reason, detail }, env);
     }
     if let Some((reason, detail)) = hold(&entry.launch, env) {
         let outcome = Outcome::Held {

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use callstream_runtime::{
     Context, EffectResult, ProcessError, Processor, Record, TimeDomain, Timer, TimerHandle,
 };
+use callstream_schemas::{ContactCommand, ContactCommandKind, DecodeError};
 use callstream_schemas::{Event, LaunchCommand};
 use tracing::{debug, error, info, warn};
 
@@ -42,6 +43,30 @@ pub struct LaunchDispatcher {
 }
 
 impl LaunchDispatcher {
+    /// A `cancel_future_jobs` command naming a launch: the lead became
+    /// barred after the launch was sent (see `machine::on_stop`).
+    fn stop(&self, ctx: &mut Context<'_>, value: &[u8]) -> Result<(), ProcessError> {
+        let command =
+            ContactCommand::decode(value).map_err(|e| ProcessError::Decode(e.to_string()))?;
+        let (ContactCommandKind::CancelFutureJobs, Some(launch_id)) =
+            (command.kind, command.launch_id)
+        else {
+            return Err(ProcessError::Invalid(format!(
+                "a {} command on launch-commands names no launch to stop",
+                command.kind
+            )));
+        };
+        let key = key_of(&launch_id);
+        // A launch this dispatcher never had (or has forgotten): nothing to stop.
+        let Some(entry) = self.load(ctx, &key)? else {
+            return Ok(());
+        };
+        let reason = command.reason.unwrap_or_else(|| "stopped".into());
+        let env = self.env(ctx, &entry.launch);
+        let step = machine::on_stop(entry, reason, &env);
+        self.apply(ctx, key, step)
+    }
+
     fn env(&self, ctx: &Context<'_>, launch: &Launch) -> Env<'_> {
         let control =
             crate::control::for_launch(&self.control, ctx, &launch.tenant_id, &launch.campaign_id);
@@ -168,8 +193,13 @@ impl Processor for LaunchDispatcher {
             .value
             .as_deref()
             .ok_or_else(|| ProcessError::Decode("a launch command without a value".into()))?;
-        let command =
-            LaunchCommand::decode(value).map_err(|e| ProcessError::Decode(e.to_string()))?;
+        let command = match LaunchCommand::decode(value) {
+            Ok(command) => command,
+            // The contact processor's word that the lead may no longer be
+            // called, on the same key behind the launch it stops.
+            Err(DecodeError::WrongType { .. }) => return self.stop(ctx, value),
+            Err(e) => return Err(ProcessError::Decode(e.to_string())),
+        };
         let traceparent = record
             .headers
             .get_str(callstream_runtime::header::TRACEPARENT)

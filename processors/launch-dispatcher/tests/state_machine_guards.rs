@@ -6,7 +6,8 @@ mod support;
 
 use callstream_launch_dispatcher::provider::CreateOutcome;
 use callstream_schemas::{
-    ControlChange, ControlSetting, ControlValue, Event, ExceptionType, LaunchCommand, LaunchStatus,
+    ContactCommand, ContactCommandKind, ControlChange, ControlSetting, ControlValue, Event,
+    ExceptionType, LaunchCommand, LaunchStatus,
 };
 use support::*;
 
@@ -128,6 +129,66 @@ fn the_last_hop_holds_launches_a_pause_a_closed_window_or_a_passed_slot_covers()
     assert!(driver.pending_effects().is_empty(), "no second create");
     assert_eq!(statuses(&driver), [LaunchStatus::Held]);
     assert_eq!(launches(&driver)[0].attempts, 1);
+}
+
+/// A restriction that came after the launch (the contact processor's stop,
+/// on the launch's key): a launch waiting to retry is held with it and
+/// never dialed again; one whose create is out ends as that create's answer
+/// says, and is not dialed again either.
+#[test]
+fn a_stop_from_the_contact_processor_ends_dialing() {
+    let stop = |cmd: &LaunchCommand| ContactCommand {
+        kind: ContactCommandKind::CancelFutureJobs,
+        launch_id: Some(cmd.launch_id),
+        job_id: Some(cmd.job_id),
+        reason: Some("do_not_call".into()),
+        ..callstream_e2e::fixtures::contact_command(
+            TENANT,
+            &cmd.contact_id,
+            ContactCommandKind::CancelFutureJobs,
+            callstream_schemas::Actor::system("contact-processor"),
+            cmd.occurred_at,
+        )
+    };
+    let send_stop = |driver: &mut callstream_runtime::TestDriver<_>, cmd: &LaunchCommand| {
+        let stop = stop(cmd);
+        driver.pipe(
+            callstream_runtime::Input::new(
+                "launch-commands",
+                cmd.contact_id.clone(),
+                stop.encode().unwrap(),
+            )
+            .at(START),
+        );
+    };
+    let transient = || CreateOutcome::Transient {
+        reason: "http_429".into(),
+        detail: None,
+    };
+
+    // Waiting to retry: held at once.
+    let mut d = driver();
+    let cmd = command(50);
+    pipe(&mut d, &cmd);
+    let (request, call) = take_one(&mut d);
+    reply(&mut d, request, &created(&call, transient()));
+    send_stop(&mut d, &cmd);
+    assert_eq!(statuses(&d), [LaunchStatus::Held]);
+    assert_eq!(launches(&d)[0].reason.as_deref(), Some("do_not_call"));
+    d.advance_wall_clock_ms(60_000);
+    assert!(d.pending_effects().is_empty(), "never dialed again");
+
+    // A create out: its refusal ends it held, with no second create.
+    let mut d = driver();
+    let cmd = command(51);
+    pipe(&mut d, &cmd);
+    send_stop(&mut d, &cmd);
+    let (request, call) = take_one(&mut d);
+    reply(&mut d, request, &created(&call, transient()));
+    d.advance_wall_clock_ms(60_000);
+    assert!(d.pending_effects().is_empty(), "never dialed again");
+    assert_eq!(statuses(&d), [LaunchStatus::Held]);
+    assert!(d.dead_letters().is_empty());
 }
 
 /// A launch command, the pause set before it (setting and campaign), and the

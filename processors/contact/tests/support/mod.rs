@@ -221,8 +221,23 @@ impl<P: Processor> Harness<P> {
             .collect()
     }
 
+    /// The launches sent to the dispatcher (`launch-commands` also carries
+    /// the stops of launches whose lead became barred: see `stops`).
     pub fn launches(&self) -> Vec<LaunchCommand> {
-        self.driver.outputs(&self.topics.name("launch-commands"))
+        self.launch_topic()
+    }
+
+    /// The stops sent to the dispatcher (`cancel_future_jobs` naming a launch).
+    pub fn stops(&self) -> Vec<ContactCommand> {
+        self.launch_topic()
+    }
+
+    fn launch_topic<E: Event>(&self) -> Vec<E> {
+        self.driver
+            .records(&self.topics.name("launch-commands"))
+            .iter()
+            .filter_map(|r| E::decode(r.value.as_deref()?).ok())
+            .collect()
     }
 
     pub fn crm(&self) -> Vec<CrmCommand> {
