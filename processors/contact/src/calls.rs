@@ -101,7 +101,19 @@ pub fn handle(step: &mut Step<'_, '_>, event: &CallEvent) -> Result<bool, Proces
     // The transition is checked before anything is carried out: a rejected
     // one must leave no decision behind.
     let workflow = step.contact.workflow;
-    let transition = match next.next_state {
+    // A lead barred while this call was out: the policy plans nothing, and
+    // with nothing else planned the step ends there (never in dispatching).
+    let barred_end = step.contact.barred_reason().is_some()
+        && event_step == workflow.step()
+        && matches!(
+            workflow.state(),
+            WorkflowState::Dispatching | WorkflowState::AwaitingResult
+        )
+        && step.contact.active_jobs().is_empty();
+    let next_state = next
+        .next_state
+        .or(barred_end.then_some(WorkflowState::Failed));
+    let transition = match next_state {
         Some(to) => workflow.check(event_step, to).map(Some),
         None if event_step != workflow.step() => {
             workflow.check(event_step, workflow.state()).map(|_| None)

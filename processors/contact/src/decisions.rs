@@ -67,9 +67,13 @@ pub fn apply(
             Decision::PlanCall(planned) => plan(step, planned, call, index)?,
             Decision::MarkDoNotCall { .. } => {
                 // The lead's own word: sticky, no CRM flag lifts it.
-                step.contact
+                let change = step
+                    .contact
                     .flags
                     .from_lead(callstream_domain::restrictions::Restriction::DoNotCall);
+                if change == callstream_domain::restrictions::Change::Added {
+                    step.stop_launches_in_flight("do_not_call")?;
+                }
             }
             Decision::CancelFutureJobs { reason } => {
                 step.cancel_all(&code(reason.code), Some(reason.detail.clone()))?

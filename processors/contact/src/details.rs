@@ -11,7 +11,7 @@
 
 use callstream_domain::restrictions::{Change, Restriction};
 use callstream_runtime::ProcessError;
-use callstream_schemas::{Actor, ActorKind, AuditResult, ContactCommand, ContactDetails, JobState};
+use callstream_schemas::{ActorKind, AuditResult, ContactCommand, ContactDetails};
 
 use crate::commands::audit;
 use crate::jobs::Step;
@@ -66,20 +66,7 @@ pub(crate) fn apply(
         );
         step.cancel_all(first.reason(), Some(detail))?;
         crate::launch::end_step_if_idle(step, first.reason());
-        // A launch already sent and not yet placed must not be placed now:
-        // the dispatcher hears it on the launch's own key, behind it.
-        let service = step.config.service_name.clone();
-        let in_flight: Vec<_> = step
-            .contact
-            .jobs
-            .iter()
-            .filter(|j| j.state == JobState::Launched && j.outcome.is_none())
-            .filter_map(|j| Some((j.job_id, j.launch_id?)))
-            .collect();
-        for (job_id, launch_id) in in_flight {
-            step.out
-                .stop_launch(job_id, launch_id, first.reason(), Actor::system(&service))?;
-        }
+        step.stop_launches_in_flight(first.reason())?;
     }
     Ok(())
 }

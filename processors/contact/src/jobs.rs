@@ -131,6 +131,25 @@ impl Step<'_, '_> {
         }
     }
 
+    /// Tells the dispatcher that no launch of the contact still on its way
+    /// may be placed, for `reason` (a restriction came): it hears it on each
+    /// launch's own key, behind the launch.
+    pub fn stop_launches_in_flight(&mut self, reason: &str) -> Result<(), ProcessError> {
+        let actor = callstream_schemas::Actor::system(self.config.service_name.clone());
+        let in_flight: Vec<_> = self
+            .contact
+            .jobs
+            .iter()
+            .filter(|j| j.state == JobState::Launched && j.outcome.is_none())
+            .filter_map(|j| Some((j.job_id, j.launch_id?)))
+            .collect();
+        for (job_id, launch_id) in in_flight {
+            self.out
+                .stop_launch(job_id, launch_id, reason, actor.clone())?;
+        }
+        Ok(())
+    }
+
     /// Cancels every job still to be called.
     pub fn cancel_all(&mut self, reason: &str, detail: Option<String>) -> Result<(), ProcessError> {
         for id in self.contact.active_jobs() {
