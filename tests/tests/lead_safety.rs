@@ -188,3 +188,107 @@ async fn a_pause_holds_launches_already_queued_for_the_dispatcher() -> Result<()
     assert_eq!(contacts, expected);
     p.stop_all()
 }
+
+/// Reads `contact-state` until the latest state of `contact` satisfies
+/// `done`, then on until the topic is quiet for a second: the latest state.
+async fn state_of(
+    p: &Pipeline,
+    contact: &str,
+    within: Duration,
+    done: impl Fn(&ContactState) -> bool,
+) -> Result<ContactState> {
+    let reader = p.reader("contact-state")?;
+    let mut states: Vec<ContactState> = Vec::new();
+    read_until(&reader, &mut states, within, |s| {
+        s.iter()
+            .rev()
+            .find(|s| s.contact_id == contact)
+            .is_some_and(&done)
+    })
+    .await?;
+    while let Ok(message) = tokio::time::timeout(Duration::from_secs(1), reader.recv()).await {
+        use rdkafka::message::Message as _;
+        if let Ok(state) = ContactState::decode(message?.payload().unwrap_or_default()) {
+            states.push(state);
+        }
+    }
+    Ok(states
+        .into_iter()
+        .rev()
+        .find(|s| s.contact_id == contact)
+        .expect("read until found"))
+}
+
+/// Hole 1: the lead says "stop" in a call; the CRM's next launch request
+/// for them says `do_not_call: false`. Nothing is planned and no second call
+/// reaches the platform.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crm_false_never_lifts_the_leads_opt_out_on_the_broker() -> Result<()> {
+    let mut p = Pipeline::new("optout", quick_calls()).await?;
+    p.settings(2, 10).await?;
+    p.start(&[Role::Contact, Role::Scheduler, Role::Dispatcher])?;
+    p.produce(p.launch_request(0, None)).await?;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(90);
+    while p.creates().is_empty() && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let call = p.creates().pop().expect("the first call was placed");
+    let launch = call
+        .target
+        .as_ref()
+        .and_then(|t| t.launch_id.as_deref())
+        .and_then(|l| l.parse().ok());
+    // The call's result, as the gateway writes it: the lead opted out.
+    let mut ended = support::pipeline::completed(&call.sid, &contact(0), launch);
+    ended.analysis = Some(CallAnalysis {
+        do_not_call: true,
+        ..CallAnalysis::default()
+    });
+    p.produce(ended).await?;
+    state_of(&p, &contact(0), Duration::from_secs(60), |s| s.do_not_call).await?;
+
+    // The CRM, which never heard of it, asks for the lead again.
+    let mut again = p.launch_request(0, None);
+    again.event_id = uuid::Uuid::new_v4();
+    again.request_id = Some("r2".into());
+    again.campaign_id = Some("reengage".into());
+    if let Some(details) = again.contact.as_mut() {
+        details.do_not_call = Some(false);
+    }
+    p.produce(again).await?;
+    let audit = p.reader("audit")?;
+    let mut audits: Vec<AuditEvent> = Vec::new();
+    read_until(&audit, &mut audits, Duration::from_secs(60), |a| {
+        a.iter().any(|a| a.reason.as_deref() == Some("do_not_call"))
+    })
+    .await?;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(p.creates().len(), 1, "no second call");
+    let state = state_of(&p, &contact(0), Duration::from_secs(10), |_| true).await?;
+    assert!(state.do_not_call, "the opt-out stands");
+    p.stop_all()
+}
+
+/// Hole 6: a launch the dispatcher refuses (a number that is not E.164)
+/// returns to the workflow: the contact fails with the reason instead of
+/// waiting in `dispatching` for a call that will never report.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_launch_returns_to_the_workflow_on_the_broker() -> Result<()> {
+    let mut p = Pipeline::new("refused", quick_calls()).await?;
+    p.settings(2, 10).await?;
+    p.start(&[Role::Contact, Role::Scheduler, Role::Dispatcher])?;
+    let mut request = p.launch_request(0, None);
+    if let Some(details) = request.contact.as_mut() {
+        details.phone_number = Some("555-0100".into());
+    }
+    p.produce(request).await?;
+    let state = state_of(&p, &contact(0), Duration::from_secs(90), |s| {
+        s.workflow_state == WorkflowState::Failed
+    })
+    .await?;
+    let job = state.jobs.first().expect("the job");
+    assert_eq!(job.state, JobState::Cancelled);
+    assert_eq!(job.reason, "invalid_number");
+    assert!(p.creates().is_empty());
+    p.stop_all()
+}

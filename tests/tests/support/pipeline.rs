@@ -255,6 +255,16 @@ impl Pipeline {
     }
 }
 
+/// The completed status callback of call `sid`, as the gateway writes it.
+pub fn completed(sid: &str, contact: &str, launch: Option<uuid::Uuid>) -> CallEvent {
+    let mut event = fixtures::call_event(TENANT, contact, sid, "completed", chrono::Utc::now());
+    event.launch_id = launch;
+    event.campaign_id = Some(CAMPAIGN.into());
+    event.answered_by = Some("human".into());
+    event.duration_seconds = Some(30);
+    event
+}
+
 /// The id of contact `n`.
 pub fn contact(n: usize) -> String {
     format!("c{n}")
