@@ -10,10 +10,10 @@
 
 use callstream_schemas::{
     Actor, ActorKind, AuditEvent, AuditResult, CallEvent, CallEventSource, CallLaunch, CallOutcome,
-    CompletionMissing, ContactCommand, ContactCommandKind, ContactDetails, ControlChange,
-    ControlSetting, ControlValue, CrmAction, CrmCommand, ExceptionEvent, ExceptionStatus,
-    ExceptionType, JobOrigin, LaunchCommand, LaunchStatus, MissingTrigger, ScheduleRequest,
-    ScheduleRequestKind, Timestamp,
+    CallingWindow, CampaignSettings, CompletionMissing, ContactCommand, ContactCommandKind,
+    ContactDetails, ControlChange, ControlSetting, ControlValue, CrmAction, CrmCommand,
+    ExceptionEvent, ExceptionStatus, ExceptionType, JobOrigin, LaunchCommand, LaunchStatus,
+    MissingTrigger, ScheduleRequest, ScheduleRequestKind, Timestamp,
 };
 use chrono::Timelike;
 use uuid::Uuid;
@@ -137,6 +137,26 @@ pub fn switch(
         ..ControlValue::default()
     };
     control_change(tenant, setting, None, value, actor, at)
+}
+
+/// Campaign settings that let a campaign call every day, around the clock
+/// (federal hours still bound it), retrying after `retry_minutes`, at most
+/// three attempts.
+pub fn every_day_campaign(retry_minutes: i32) -> ControlValue {
+    ControlValue {
+        campaign: Some(CampaignSettings {
+            windows: vec![CallingWindow {
+                days_of_week: (1..=7).collect(),
+                start_minute: 0,
+                end_minute: 1440,
+            }],
+            retry_delays_minutes: vec![retry_minutes],
+            max_attempts: 3,
+            next_campaign_id: None,
+            move_buffer_minutes: 0,
+        }),
+        ..ControlValue::default()
+    }
 }
 
 /// A Twilio status callback for call `call_id`, as the gateway writes it: the raw status,

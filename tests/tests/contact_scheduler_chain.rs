@@ -140,20 +140,7 @@ async fn launch_requests_go_round_contact_and_scheduler_to_launch_commands() -> 
     let campaign = control_change(
         ControlSetting::CampaignSettings,
         Some(CAMPAIGN),
-        ControlValue {
-            campaign: Some(CampaignSettings {
-                windows: vec![CallingWindow {
-                    days_of_week: (1..=7).collect(),
-                    start_minute: 0,
-                    end_minute: 1440,
-                }],
-                retry_delays_minutes: vec![1],
-                max_attempts: 3,
-                next_campaign_id: None,
-                move_buffer_minutes: 0,
-            }),
-            ..ControlValue::default()
-        },
+        fixtures::every_day_campaign(1),
     );
     for change in [&grid, &campaign] {
         send(

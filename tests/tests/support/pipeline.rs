@@ -194,20 +194,7 @@ impl Pipeline {
             TENANT,
             ControlSetting::CampaignSettings,
             Some(CAMPAIGN),
-            ControlValue {
-                campaign: Some(CampaignSettings {
-                    windows: vec![CallingWindow {
-                        days_of_week: (1..=7).collect(),
-                        start_minute: 0,
-                        end_minute: 1440,
-                    }],
-                    retry_delays_minutes: vec![60],
-                    max_attempts: 3,
-                    next_campaign_id: None,
-                    move_buffer_minutes: 0,
-                }),
-                ..ControlValue::default()
-            },
+            fixtures::every_day_campaign(60),
             actor,
             now,
         );

@@ -7,9 +7,9 @@
 
 use callstream_e2e::fixtures;
 use callstream_schemas::{
-    Actor, CallAnalysis, CallEvent, CallLaunch, CallingWindow, CampaignSettings, ContactCommand,
-    ContactCommandKind, ContactDetails, ControlChange, ControlSetting, ControlValue, CrmAction,
-    CrmCommand, ExceptionEvent, ExceptionStatus, ExceptionType, JobOrigin, LaunchStatus,
+    Actor, CallAnalysis, CallEvent, CallLaunch, ContactCommand, ContactCommandKind, ContactDetails,
+    ControlChange, ControlSetting, CrmAction, CrmCommand, ExceptionEvent, ExceptionStatus,
+    ExceptionType, JobOrigin, LaunchStatus,
 };
 use chrono::Utc;
 use uuid::Uuid;
@@ -137,20 +137,7 @@ pub fn crm_note(contact: &str) -> CrmCommand {
 /// The campaign may call every day, around the clock (federal hours still bound it).
 pub fn every_day() -> ControlChange {
     let id = Uuid::new_v4();
-    let value = ControlValue {
-        campaign: Some(CampaignSettings {
-            windows: vec![CallingWindow {
-                days_of_week: (1..=7).collect(),
-                start_minute: 0,
-                end_minute: 1440,
-            }],
-            retry_delays_minutes: vec![60],
-            max_attempts: 3,
-            next_campaign_id: None,
-            move_buffer_minutes: 0,
-        }),
-        ..ControlValue::default()
-    };
+    let value = fixtures::every_day_campaign(60);
     ControlChange {
         event_id: id,
         correlation_id: Some(id),
