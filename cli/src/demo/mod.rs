@@ -44,7 +44,7 @@ use children::Children;
 use setup::Run;
 
 /// How long after the workload the CRM contradicts the leads' opt-outs.
-const CONTRADICTION_DELAY: Duration = Duration::from_secs(30);
+const CONTRADICTION_DELAY: Duration = Duration::from_secs(120);
 
 /// How long the topics must be quiet before the run counts as settled.
 const QUIET: Duration = Duration::from_secs(4);
