@@ -66,6 +66,9 @@ enum Action {
         pick: u8,
         opted_out: bool,
         twice: bool,
+        /// The analysis comes in a report of its own, after the status callback (as
+        /// AI voice platforms post it).
+        analysis_apart: bool,
     },
     Pause {
         tenant: u8,
@@ -86,8 +89,14 @@ fn action() -> impl Strategy<Value = Action> {
         4 => any::<u8>().prop_map(|pick| Action::Due { pick }),
         5 => any::<u8>().prop_map(|kind| Action::Answer { kind }),
         3 => Just(Action::Report),
-        2 => (any::<u8>(), any::<bool>(), any::<bool>())
-            .prop_map(|(pick, opted_out, twice)| Action::CallEnds { pick, opted_out, twice }),
+        2 => (any::<u8>(), any::<bool>(), any::<bool>(), any::<bool>()).prop_map(
+            |(pick, opted_out, twice, analysis_apart)| Action::CallEnds {
+                pick,
+                opted_out,
+                twice,
+                analysis_apart
+            }
+        ),
         2 => (0u8..2, any::<bool>()).prop_map(|(tenant, on)| Action::Pause { tenant, on }),
         // Seconds (a retry within its slot) and hours (across windows).
         3 => (0u32..120).prop_map(|seconds| Action::Advance { seconds }),
@@ -458,6 +467,7 @@ impl World {
                 pick,
                 opted_out,
                 twice,
+                analysis_apart,
             } => {
                 let open: Vec<_> = self
                     .placed
@@ -473,15 +483,30 @@ impl World {
                 let mut event = fixtures::call_event(&tenant, &contact, &sid, "completed", now);
                 event.launch_id = Some(launch);
                 event.answered_by = Some("human".into());
-                event.analysis = Some(CallAnalysis {
+                let analysis = CallAnalysis {
                     do_not_call: opted_out,
                     ..CallAnalysis::default()
-                });
-                let value = event.encode().expect("a call event encodes");
-                for _ in 0..(1 + usize::from(twice)) {
-                    let input =
-                        Input::new("call-events", contact.clone(), value.clone()).at(self.now());
-                    self.contact.pipe(input);
+                };
+                let mut reports = Vec::new();
+                if analysis_apart {
+                    let mut apart = event.clone();
+                    apart.event_id = fixtures::id(&format!("analysis/{sid}"));
+                    apart.provider = "json".into();
+                    apart.provider_status = "answered".into();
+                    apart.analysis = Some(analysis);
+                    reports.push(event);
+                    reports.push(apart);
+                } else {
+                    event.analysis = Some(analysis);
+                    reports.push(event);
+                }
+                for report in &reports {
+                    let value = report.encode().expect("a call event encodes");
+                    for _ in 0..(1 + usize::from(twice)) {
+                        let input = Input::new("call-events", contact.clone(), value.clone())
+                            .at(self.now());
+                        self.contact.pipe(input);
+                    }
                 }
                 if opted_out {
                     self.stopped.insert((tenant, contact));
@@ -601,7 +626,7 @@ proptest! {
 #[test]
 fn known_interleavings_keep_the_promises() -> Result<(), TestCaseError> {
     use Action::*;
-    let cases: [&[Action]; 3] = [
+    let cases: [&[Action]; 4] = [
         // A pause comes while a launch waits to retry: the retry is held
         // (the dispatcher's last-hop pause check).
         &[
@@ -644,8 +669,34 @@ fn known_interleavings_keep_the_promises() -> Result<(), TestCaseError> {
                 pick: 0,
                 opted_out: false,
                 twice: true,
+                analysis_apart: false,
             },
             Report,
+        ],
+        // The lead says stop in an analysis that comes after the status
+        // callback, then the CRM says the lead may be called: no dial (the
+        // contact processor keeps a stop from a second report of the call).
+        &[
+            LaunchRequest {
+                who: 2,
+                crm_dnc: None,
+            },
+            Due { pick: 0 },
+            Answer { kind: 0 },
+            Report,
+            CallEnds {
+                pick: 0,
+                opted_out: true,
+                twice: false,
+                analysis_apart: true,
+            },
+            LaunchRequest {
+                who: 2,
+                crm_dnc: Some(false),
+            },
+            Due { pick: 0 },
+            Due { pick: 1 },
+            Advance { seconds: 60 },
         ],
     ];
     for actions in cases {

@@ -6,11 +6,15 @@
 //! workflow rejects (backwards, of a finished step, a second result for one
 //! call) is counted and logged and nothing else happens; a final outcome
 //! that is accepted runs the policy once, and its decisions are carried out
-//! in order (see `decisions`).
+//! in order (see `decisions`). A lead's "stop" in an event's analysis is kept
+//! on every path, the ones that change nothing else included: platforms post
+//! the analysis in a webhook of its own, often after the status callback has
+//! already recorded the call's result.
 
 use callstream_domain::callback_time::{read_callback_time, Reading};
 use callstream_domain::normaliser::Outcome;
 use callstream_domain::policy::{decide, CallAnalysis, CallbackRequest, PolicyInput};
+use callstream_domain::restrictions::{Change, Restriction};
 use callstream_domain::workflow::WorkflowState;
 use callstream_runtime::ProcessError;
 use callstream_schemas::{CallEvent, JobState};
@@ -39,7 +43,7 @@ pub fn handle(step: &mut Step<'_, '_>, event: &CallEvent) -> Result<bool, Proces
         .observe(&event.event_id.to_string(), Some((&event.call_id, outcome)));
     if verdict.is_duplicate() {
         step.metrics.duplicate(&ids_of(event), "call_event");
-        return Ok(false);
+        return keep_the_leads_stop(step, event);
     }
     if let Some(zone) = event
         .reported_time_zone
@@ -64,12 +68,14 @@ pub fn handle(step: &mut Step<'_, '_>, event: &CallEvent) -> Result<bool, Proces
         {
             reject(step, event, rejected.reason_code(), &rejected.to_string());
         }
+        keep_the_leads_stop(step, event)?;
         return Ok(true);
     }
 
     if let Some(done) = job.as_ref().and_then(|j| j.outcome) {
         let detail = format!("the call already has the result {done}");
         reject(step, event, "result_already_recorded", &detail);
+        keep_the_leads_stop(step, event)?;
         return Ok(true);
     }
     let campaign = job
@@ -124,6 +130,7 @@ pub fn handle(step: &mut Step<'_, '_>, event: &CallEvent) -> Result<bool, Proces
         Ok(t) => t,
         Err(rejected) => {
             reject(step, event, rejected.reason_code(), &rejected.to_string());
+            keep_the_leads_stop(step, event)?;
             return Ok(true);
         }
     };
@@ -148,6 +155,29 @@ pub fn handle(step: &mut Step<'_, '_>, event: &CallEvent) -> Result<bool, Proces
         callback_note,
     };
     apply(step, &next.decisions, &facts)?;
+    Ok(true)
+}
+
+/// The lead's own "stop" from an event the workflow otherwise has no use for (a second
+/// report of a call whose result is recorded, or one of a finished step): the sticky
+/// mark is set, and if it is new every future job is cancelled and any launch in flight
+/// stopped, as for a stop in the call's first report. `Ok(true)` when that changed the
+/// contact.
+fn keep_the_leads_stop(step: &mut Step<'_, '_>, event: &CallEvent) -> Result<bool, ProcessError> {
+    if !event.analysis.as_ref().is_some_and(|a| a.do_not_call) {
+        return Ok(false);
+    }
+    if step.contact.flags.from_lead(Restriction::DoNotCall) != Change::Added {
+        return Ok(false);
+    }
+    let reason = Restriction::DoNotCall.reason();
+    let detail = format!(
+        "the lead asked not to be called again, in a later report of call {}",
+        event.call_id
+    );
+    step.cancel_all(reason, Some(detail))?;
+    crate::launch::end_step_if_idle(step, reason);
+    step.stop_launches_in_flight(reason)?;
     Ok(true)
 }
 

@@ -108,6 +108,54 @@ fn a_crm_false_never_lifts_the_leads_own_opt_out() {
     assert_eq!(h.plans().len(), plans + 1, "callable again");
 }
 
+/// Found by the demo: the platform posts the analysis in a webhook of its own, and
+/// the status callback often comes first and records the call's result. The lead's
+/// "stop" in the later report is kept all the same (it was dropped as a second
+/// result of the call), so the CRM's `false` that follows plans nothing.
+#[test]
+fn a_stop_in_an_analysis_that_comes_after_the_status_callback_is_kept() {
+    let mut h = harness();
+    let launch = h.launched("c1");
+    let at = t0() + minutes(6);
+    let status = call_event(
+        "c1",
+        "CA1",
+        Some(launch.launch_id),
+        "completed",
+        Some("human"),
+        at,
+    );
+    h.call(&status);
+    h.command(&launch_request("c1", "nurture", "r-later"), at + minutes(1));
+    let later = h.plans().pop().expect("a job planned after the call");
+    assert_eq!(later.campaign_id, "nurture");
+    let mut analysis = answered(
+        "c1",
+        "CA1",
+        Some(launch.launch_id),
+        analysis_opting_out(),
+        at,
+    );
+    analysis.event_id = fixtures::id("analysis/CA1");
+    analysis.integration_id = Some("ai-analysis".into());
+    analysis.provider = "json".into();
+    analysis.provider_status = "answered".into();
+    h.call(&analysis);
+    assert!(h.state("c1").do_not_call, "the stop is kept");
+    let cancelled = h.cancels();
+    assert!(
+        cancelled.iter().any(|c| c.job_id == later.job_id),
+        "the job planned meanwhile is cancelled: {cancelled:?}"
+    );
+
+    let plans = h.plans().len();
+    let mut again = launch_request("c1", "nurture", "r2");
+    again.contact.as_mut().unwrap().do_not_call = Some(false);
+    h.command(&again, t0() + minutes(30));
+    assert_eq!(h.plans().len(), plans, "the CRM's false plans nothing");
+    assert!(h.state("c1").do_not_call);
+}
+
 /// Hole 2: a CRM update saying "do not call" cancels every future job of
 /// the contact at once, each with the restriction as its reason.
 #[test]
