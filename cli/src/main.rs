@@ -29,7 +29,9 @@ enum Command {
     /// Run one stream processor (exactly once, on Kafka).
     #[command(subcommand)]
     Process(process_cmd::ProcessCommand),
-    /// Runtime configuration on the `control` topic.
+    /// Runtime configuration on the `control` topic. An admin tool: it talks to the broker
+    /// directly (anyone with broker access can use it; production restricts that with
+    /// broker ACLs), and `apply` requires `--actor`.
     #[command(subcommand)]
     Control(callstream_control::ControlCommand),
     /// The main job: the whole pipeline on a simulated workload, ending in a summary.

@@ -17,6 +17,9 @@ pub mod workflow;
 // Who may be called: restrictions and who may lift them.
 pub mod restrictions;
 
+// What the edges accept from outside.
+pub mod input;
+
 // Names: every deterministic id.
 pub mod ids;
 

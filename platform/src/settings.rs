@@ -7,6 +7,10 @@ use std::time::Duration;
 
 use crate::topics::{Topics, DEFAULT_PARTITIONS};
 
+mod secrets;
+
+pub use secrets::{check_secret, SecretKind, WeakSecret, MIN_KEY_BYTES, PLACEHOLDER};
+
 /// A setting that is missing or cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SettingError {
@@ -18,6 +22,9 @@ pub enum SettingError {
         value: String,
         problem: &'static str,
     },
+    /// A secret that is a placeholder or too short; shown without its value.
+    #[error(transparent)]
+    WeakSecret(#[from] WeakSecret),
 }
 
 /// Settings read by name through `lookup`.
@@ -56,6 +63,14 @@ impl<F: Fn(&str) -> Option<String>> Settings<F> {
     /// The value; unset or blank is an error.
     pub fn required(&self, name: &'static str) -> Result<String, SettingError> {
         self.non_empty(name).ok_or(SettingError::Missing(name))
+    }
+
+    /// A secret that is required and passes [`check_secret`] for `kind`. Surrounding
+    /// whitespace is removed (it is never part of a token and often pasted by mistake).
+    pub fn secret(&self, name: &'static str, kind: SecretKind) -> Result<String, SettingError> {
+        let value = self.required(name)?.trim().to_owned();
+        check_secret(name, value.as_bytes(), kind)?;
+        Ok(value)
     }
 
     /// A whole number, `default` when unset.
@@ -172,6 +187,29 @@ mod tests {
         let error = s.required("UNSET").unwrap_err();
         assert_eq!(error, SettingError::Missing("UNSET"));
         assert_eq!(error.to_string(), "UNSET is required");
+    }
+
+    #[test]
+    fn secret_requires_a_value_and_refuses_a_placeholder_by_name_only() {
+        let s = settings(&[
+            ("TOKEN", " 0123456789abcdef \n"),
+            ("SHORT", "0123456789abcde"),
+            ("PLACEHOLDER", "change-me"),
+        ]);
+        assert_eq!(
+            s.secret("TOKEN", SecretKind::Key).unwrap(),
+            "0123456789abcdef"
+        );
+        assert_eq!(
+            s.secret("UNSET", SecretKind::Credential),
+            Err(SettingError::Missing("UNSET"))
+        );
+        for name in ["SHORT", "PLACEHOLDER"] {
+            let error = s.secret(name, SecretKind::Key).unwrap_err();
+            assert!(matches!(&error, SettingError::WeakSecret(w) if w.name == name));
+            assert!(!error.to_string().contains("change-me"), "{error}");
+            assert!(!error.to_string().contains("0123"), "{error}");
+        }
     }
 
     #[test]

@@ -147,6 +147,11 @@ impl Topics {
                 name,
                 value: String::new(),
             },
+            // No topic setting is a secret; kept total all the same.
+            SettingError::WeakSecret(_) => BadSetting {
+                name: "CALLSTREAM_TOPIC_*",
+                value: String::new(),
+            },
         })
     }
 

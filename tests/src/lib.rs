@@ -15,8 +15,10 @@
 //! those together live in this crate's own `tests/`.
 
 pub mod fixtures;
+pub mod fuzz_corpus;
 pub mod postgres;
 pub mod runtime;
+pub mod slow_client;
 pub mod views;
 
 use std::path::PathBuf;

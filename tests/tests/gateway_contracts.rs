@@ -36,7 +36,7 @@ fn call() -> CreateCall {
     CreateCall {
         launch_id: Uuid::from_u128(0xabc),
         tenant_id: "acme".into(),
-        contact_id: "c 1&2".into(),
+        contact_id: "c+1=2:x~y@z".into(),
         campaign_id: "enrol".into(),
         to: "+15551230000".into(),
         from: None,
@@ -77,7 +77,7 @@ fn the_gateway_accepts_a_signed_callback_to_our_url_and_reads_our_ids() {
     };
     let verified = provider.verify(&inbound).expect("signature verifies");
     let draft = provider.parse(&inbound, verified).expect("callback parses");
-    assert_eq!(draft.contact_id, "c 1&2");
+    assert_eq!(draft.contact_id, "c+1=2:x~y@z");
     assert_eq!(draft.launch_id, Some(Uuid::from_u128(0xabc)));
     assert_eq!(draft.campaign_id.as_deref(), Some("enrol"));
     assert_eq!(draft.call_id, "CA123");

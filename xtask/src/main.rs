@@ -5,6 +5,7 @@
 //! idempotent: `up` twice starts things once, `down` stops only what `up` started.
 
 mod cargo_cmds;
+mod fuzz;
 mod kafka;
 mod layering;
 mod layout;
@@ -26,7 +27,7 @@ use layout::Layout;
 #[command(
     name = "cargo xtask",
     bin_name = "cargo xtask",
-    about = "Developer commands of callstream: the local Kafka + Postgres stack, tests, demo, benchmarks",
+    about = "Developer commands of callstream: the local Kafka + Postgres stack, tests, demo, benchmarks, fuzzing",
     after_help = "State lives in <repo>/.stack/. Kafka: 127.0.0.1:9092 (log .stack/kafka/kafka.log). \
                   Postgres: postgres://postgres@127.0.0.1:5432/callstream (log .stack/postgres/postgres.log)."
 )]
@@ -106,6 +107,30 @@ enum Cmd {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// Fuzz every cargo-fuzz target (edges/gateway/fuzz, processors/crm-dispatcher/fuzz) on
+    /// the nightly toolchain, one after the other: `cargo +nightly fuzz run TARGET`.
+    ///
+    /// Installs cargo-fuzz from crates.io when missing (`cargo install cargo-fuzz --locked`).
+    /// The checked-in seed corpora are read but not written: new inputs go to the ignored
+    /// `<crate>/fuzz/target/new-corpus/TARGET/` unless `--keep-new`. Exits non-zero if a target
+    /// crashes, naming the saved input (`<crate>/fuzz/artifacts/TARGET/crash-*`). Arguments
+    /// after `--` go to libFuzzer. Not part of `cargo xtask test`; CI replays the corpora on
+    /// stable with each crate's `fuzz_corpus` test.
+    Fuzz {
+        /// Seconds to fuzz each target (libFuzzer's -max_total_time).
+        #[arg(long, default_value_t = 60)]
+        seconds: u64,
+        /// Fuzz only this target (`twilio_webhook`, `crm_answer`, ...).
+        #[arg(long)]
+        target: Option<String>,
+        /// Add the new inputs libFuzzer finds to the checked-in corpus (review before
+        /// committing them).
+        #[arg(long)]
+        keep_new: bool,
+        /// Further libFuzzer flags (`-- -jobs=2`).
+        #[arg(last = true, allow_hyphen_values = true)]
+        libfuzzer_args: Vec<String>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -131,6 +156,20 @@ fn main() -> ExitCode {
         Cmd::Bench { name, args } => cargo_cmds::bench(&layout, &name, &args),
         Cmd::Schemathesis { args } => schemathesis::run(&layout, &args),
         Cmd::Layering => layering::check(&layout.repo),
+        Cmd::Fuzz {
+            seconds,
+            target,
+            keep_new,
+            libfuzzer_args,
+        } => fuzz::fuzz(
+            &layout,
+            &fuzz::FuzzOptions {
+                seconds,
+                target,
+                keep_new,
+                libfuzzer_args,
+            },
+        ),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -185,6 +224,36 @@ mod tests {
                 _ => panic!("not the demo command"),
             }
         }
+    }
+
+    #[test]
+    fn fuzz_options_default_to_a_minute_a_target_and_a_read_only_corpus() {
+        let parse = |argv: &[&str]| {
+            let mut full = vec!["xtask", "fuzz"];
+            full.extend_from_slice(argv);
+            match Cli::try_parse_from(full).unwrap().command {
+                Cmd::Fuzz {
+                    seconds,
+                    target,
+                    keep_new,
+                    libfuzzer_args,
+                } => (seconds, target, keep_new, libfuzzer_args),
+                _ => panic!("not the fuzz command"),
+            }
+        };
+        assert_eq!(parse(&[]), (60, None, false, vec![]));
+        assert_eq!(
+            parse(&[
+                "--seconds",
+                "5",
+                "--target",
+                "crm_answer",
+                "--keep-new",
+                "--",
+                "-jobs=2"
+            ]),
+            (5, Some("crm_answer".into()), true, vec!["-jobs=2".into()])
+        );
     }
 
     #[test]

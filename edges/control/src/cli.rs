@@ -1,6 +1,11 @@
 //! `callstream control apply <file>` and `callstream control show`: the
 //! argument structs (for the `callstream` binary to mount) and what they do.
 //!
+//! An admin tool: it talks to the broker directly, so whoever can write to the
+//! `control` topic can use it, and `--actor` (required, never defaulted from the
+//! environment) is what they say they are; production restricts the topic with broker
+//! ACLs. The operator API records the token's holder instead.
+//!
 //! `apply` validates the file before touching Kafka, reads the table to
 //! its end, plans the differences and publishes them in one transaction
 //! (or only prints them with `--dry-run`). Applying the same file again
@@ -46,6 +51,11 @@ impl ConnectionArgs {
 #[derive(Debug, Clone, Subcommand)]
 pub enum ControlCommand {
     /// Validate a control file and publish the settings that differ from the table.
+    ///
+    /// An admin tool: it talks to the broker directly, so anyone who can write to the
+    /// `control` topic can use it, as any actor they name (production restricts the topic
+    /// with broker ACLs). Operators change settings through the operator API, whose actor
+    /// is the token's holder.
     Apply(ApplyArgs),
     /// Print the control table.
     Show(ShowArgs),
@@ -63,9 +73,10 @@ pub async fn run(command: &ControlCommand) -> Result<(), ControlError> {
 pub struct ApplyArgs {
     /// The control file (TOML; see edges/control/example-control.toml).
     pub file: PathBuf,
-    /// Who applies it, recorded on every change (default: $USER).
-    #[arg(long, env = "USER")]
-    pub actor: Option<String>,
+    /// Who applies it, recorded on every change (required; never taken from the
+    /// environment, so nobody is recorded as somebody else by default).
+    #[arg(long)]
+    pub actor: String,
     /// Why, recorded on every change.
     #[arg(long)]
     pub reason: Option<String>,
@@ -103,7 +114,7 @@ pub enum ControlError {
         #[source]
         source: FileError,
     },
-    #[error("no actor: pass --actor (or set $USER)")]
+    #[error("no actor: pass --actor <who> (your own name; it is recorded on every change)")]
     NoActor,
     #[error(transparent)]
     Kafka(#[from] KafkaIoError),
@@ -119,6 +130,9 @@ pub struct ApplyReport {
 
 /// `control apply`: validate, compare, publish; prints what changed.
 pub async fn apply(args: &ApplyArgs) -> Result<ApplyReport, ControlError> {
+    let actor = Some(args.actor.trim())
+        .filter(|a| !a.is_empty())
+        .ok_or(ControlError::NoActor)?;
     let text = std::fs::read_to_string(&args.file).map_err(|source| ControlError::Read {
         path: args.file.clone(),
         source,
@@ -127,12 +141,6 @@ pub async fn apply(args: &ApplyArgs) -> Result<ApplyReport, ControlError> {
         path: args.file.clone(),
         source,
     })?;
-    let actor = args
-        .actor
-        .as_deref()
-        .map(str::trim)
-        .filter(|a| !a.is_empty())
-        .ok_or(ControlError::NoActor)?;
     let report = apply_file(
         &args.connection.kafka(),
         &args.connection.control_topic(),
@@ -234,4 +242,55 @@ pub async fn show(args: &ShowArgs) -> Result<(), ControlError> {
         print!("{}", render_text(&snapshot, args.tenant.as_deref()));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(subcommand)]
+        command: ControlCommand,
+    }
+
+    #[test]
+    fn apply_without_actor_is_refused_even_when_user_is_set() {
+        // $USER is set in any login shell (and in CI); it must not stand in for --actor.
+        let parsed = Cli::try_parse_from(["control", "apply", "file.toml"]);
+        let error = parsed.err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(error.contains("--actor"), "{error}");
+    }
+
+    #[test]
+    fn apply_records_the_actor_given() {
+        let parsed =
+            Cli::try_parse_from(["control", "apply", "file.toml", "--actor", "ann@ops"]).ok();
+        let Some(Cli {
+            command: ControlCommand::Apply(args),
+        }) = parsed
+        else {
+            panic!("apply with --actor parses");
+        };
+        assert_eq!(args.actor, "ann@ops");
+    }
+
+    #[tokio::test]
+    async fn a_blank_actor_is_refused_before_anything_is_read() {
+        let args = ApplyArgs {
+            // Neither exists: reading the file or reaching Kafka would fail differently.
+            file: PathBuf::from("/nonexistent/control.toml"),
+            actor: "  ".into(),
+            reason: None,
+            dry_run: true,
+            connection: ConnectionArgs {
+                bootstrap_servers: "127.0.0.1:1".into(),
+                prefix: String::new(),
+            },
+        };
+        let result = apply(&args).await;
+        assert!(matches!(result, Err(ControlError::NoActor)), "{result:?}");
+    }
 }

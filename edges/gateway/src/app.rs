@@ -39,7 +39,7 @@ pub(crate) struct Budgeted<C> {
 }
 
 /// A token bucket for one sender (governor; lock-free `check`).
-pub(crate) fn limiter(rate: RateLimit) -> DefaultDirectRateLimiter {
+pub fn limiter(rate: RateLimit) -> DefaultDirectRateLimiter {
     RateLimiter::direct(Quota::per_second(rate.per_second).allow_burst(rate.burst))
 }
 
@@ -171,6 +171,7 @@ pub fn app(state: AppState) -> Router {
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
         .fallback(|| async { ApiError::NoRoute })
+        .method_not_allowed_fallback(|| async { ApiError::WrongMethod })
         .with_state(state)
 }
 
@@ -229,17 +230,15 @@ async fn accept_webhook(
     request: Request,
 ) -> Result<Uuid, ApiError> {
     let provider = provider_of(inner, kind);
-    let (parts, body) = request.into_parts();
-    if !provider::content_type_is(&parts.headers, provider.content_type()) {
-        return Err(ApiError::WrongContentType {
-            expected: provider.content_type(),
-        });
-    }
-    let body = read_body(&parts.headers, body, inner.max_body_bytes).await?;
-    let ready = prepare_webhook(inner, provider, entry, &parts, &body)?;
-    // Nothing of the request is needed past this point: let its buffers go
-    // now rather than after Kafka answers.
-    drop((parts, body));
+    let ready = check_webhook(
+        provider,
+        &entry.config,
+        &entry.limiter,
+        &*inner.codec,
+        inner.max_body_bytes,
+        request,
+    )
+    .await?;
     produce(
         inner,
         &inner.call_events,
@@ -252,6 +251,31 @@ async fn accept_webhook(
     Ok(ready.event_id)
 }
 
+/// A webhook request through every check the router makes before Kafka,
+/// in its order: content type (400), size (413), signature (401), rate
+/// budget (429), parse (400/422), encode (500). The router runs exactly
+/// this and then produces; the fuzz harness (`fuzz/src/lib.rs`) runs it
+/// without a producer.
+pub async fn check_webhook(
+    provider: &dyn Provider,
+    integration: &IntegrationConfig,
+    budget: &DefaultDirectRateLimiter,
+    codec: &dyn EventCodec,
+    max_body_bytes: usize,
+    request: Request,
+) -> Result<Ready, ApiError> {
+    let (parts, body) = request.into_parts();
+    if !provider::content_type_is(&parts.headers, provider.content_type()) {
+        return Err(ApiError::WrongContentType {
+            expected: provider.content_type(),
+        });
+    }
+    let body = read_body(&parts.headers, body, max_body_bytes).await?;
+    // Nothing of the request outlives this call: its buffers go before
+    // Kafka answers.
+    prepare_webhook(provider, integration, budget, codec, &parts, &body)
+}
+
 fn provider_of(inner: &Inner, kind: ProviderKind) -> &dyn Provider {
     match kind {
         ProviderKind::Twilio => &inner.twilio,
@@ -260,9 +284,10 @@ fn provider_of(inner: &Inner, kind: ProviderKind) -> &dyn Provider {
 }
 
 /// A verified, parsed and encoded event, owning everything the produce needs.
-struct Ready {
-    event_id: Uuid,
-    key: String,
+pub struct Ready {
+    pub event_id: Uuid,
+    /// The record key: the event's contact id.
+    pub key: String,
     encoded: Encoded,
     headers: RecordHeaders,
 }
@@ -270,26 +295,27 @@ struct Ready {
 /// Everything up to the produce: no waiting, so nothing borrowed from the
 /// request outlives it.
 fn prepare_webhook(
-    inner: &Inner,
     provider: &dyn Provider,
-    entry: &Budgeted<IntegrationConfig>,
+    integration: &IntegrationConfig,
+    budget: &DefaultDirectRateLimiter,
+    codec: &dyn EventCodec,
     parts: &Parts,
     body: &[u8],
 ) -> Result<Ready, ApiError> {
     let headers = &parts.headers;
     let request = Inbound {
-        integration: &entry.config,
+        integration,
         path_and_query: parts.uri.path_and_query().map_or("/", |p| p.as_str()),
         headers,
         body,
         received_at: chrono::Utc::now(),
     };
     let verified = provider.verify(&request)?;
-    spend(&entry.limiter)?;
+    spend(budget)?;
     let event = provider.parse(&request, verified)?;
     let (event_id, correlation_id) = (event.event_id, event.correlation_id);
     let key = event.contact_id.clone();
-    let encoded = inner.codec.call_event(event).map_err(|e| {
+    let encoded = codec.call_event(event).map_err(|e| {
         tracing::error!(%event_id, error = %e, "call event does not encode");
         ApiError::Internal
     })?;

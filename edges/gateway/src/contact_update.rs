@@ -21,8 +21,9 @@ use crate::event::ContactUpdateDraft;
 use crate::launch::{contact_details, tenant_intake, ContactBody, Intake};
 use crate::metrics::Route;
 use crate::provider::json::describe_json_error;
-use crate::provider::{correlation_header, required_id};
+use crate::provider::{correlation_header, optional_text, required_id};
 use callstream_domain::ids;
+use callstream_domain::input::MAX_REASON_CHARS;
 
 /// The request body (documented in the README).
 #[derive(Debug, Deserialize)]
@@ -55,7 +56,7 @@ pub fn parse(
         request_id,
         contact_id,
         contact,
-        reason: body.reason,
+        reason: optional_text("reason", body.reason, MAX_REASON_CHARS)?,
         received_at,
         correlation_id: correlation_header(headers),
     })

@@ -1,13 +1,15 @@
-//! The one error type of the HTTP surface. Clients get a status, a stable
-//! machine-readable `code` and a short message; the log line (written by
-//! the handler, with ids only) gets the detail. Messages never echo the
-//! request body, so nothing a caller sent is reflected or logged.
+//! The one error type of the HTTP surface. Clients get a status and an RFC 9457
+//! problem (`application/problem+json`) with a stable machine-readable `code`, the
+//! refused `field` where there is one, and a short `detail`; the log line (written by
+//! the handler, with ids only) gets the rest. Details never echo the request body, so
+//! nothing a caller sent is reflected or logged.
 
 use std::time::Duration;
 
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use serde::Serialize;
+use callstream_domain::input::Refusal;
+use callstream_platform::problem::{retry_after_secs, Problem};
 
 use crate::verify::VerifyError;
 
@@ -40,6 +42,15 @@ pub enum ApiError {
         field: &'static str,
         problem: &'static str,
     },
+    /// A field that is present but not what the documented rules allow (an id's
+    /// characters, a text's control characters or length, a number not E.164).
+    #[error("field `{field}` {refusal}")]
+    Invalid {
+        field: &'static str,
+        refusal: Refusal,
+    },
+    #[error("method not allowed on this route")]
+    WrongMethod,
     #[error("body larger than {limit} bytes")]
     TooLarge { limit: usize },
     #[error("rate limit exceeded for this integration")]
@@ -56,12 +67,6 @@ pub enum ApiError {
     Internal,
 }
 
-#[derive(Serialize)]
-struct Body<'a> {
-    code: &'a str,
-    message: String,
-}
-
 impl ApiError {
     pub fn status(&self) -> StatusCode {
         match self {
@@ -72,7 +77,8 @@ impl ApiError {
             | Self::BadToken => StatusCode::UNAUTHORIZED,
             Self::UnknownIntegration | Self::NoRoute => StatusCode::NOT_FOUND,
             Self::WrongContentType { .. } | Self::Malformed(_) => StatusCode::BAD_REQUEST,
-            Self::Unprocessable { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+            Self::Unprocessable { .. } | Self::Invalid { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+            Self::WrongMethod => StatusCode::METHOD_NOT_ALLOWED,
             Self::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             Self::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             Self::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
@@ -92,7 +98,8 @@ impl ApiError {
             Self::NoRoute => "not_found",
             Self::WrongContentType { .. } => "wrong_content_type",
             Self::Malformed(_) => "malformed_body",
-            Self::Unprocessable { .. } => "invalid_event",
+            Self::Unprocessable { .. } | Self::Invalid { .. } => "invalid_event",
+            Self::WrongMethod => "method_not_allowed",
             Self::TooLarge { .. } => "body_too_large",
             Self::RateLimited { .. } => "rate_limited",
             Self::Unavailable { .. } => "unavailable",
@@ -105,6 +112,14 @@ impl ApiError {
             Self::RateLimited { retry_after } | Self::Unavailable { retry_after, .. } => {
                 Some(*retry_after)
             }
+            _ => None,
+        }
+    }
+
+    /// The request field refused, if the refusal is about one.
+    pub fn field(&self) -> Option<&'static str> {
+        match self {
+            Self::Unprocessable { field, .. } | Self::Invalid { field, .. } => Some(field),
             _ => None,
         }
     }
@@ -128,19 +143,11 @@ impl From<VerifyError> for ApiError {
     }
 }
 
-/// `Retry-After` in whole seconds, rounded up and at least 1.
-pub fn retry_after_secs(wait: Duration) -> u64 {
-    let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
-    secs.max(1)
-}
-
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = Body {
-            code: self.code(),
-            message: self.to_string(),
-        };
-        let mut response = (self.status(), axum::Json(body)).into_response();
+        let mut problem = Problem::new(self.status(), self.code(), self.to_string());
+        problem.field = self.field();
+        let mut response = problem.into_response();
         if let Some(wait) = self.retry_after() {
             response.headers_mut().insert(
                 header::RETRY_AFTER,
@@ -154,20 +161,6 @@ impl IntoResponse for ApiError {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn retry_after_rounds_up() {
-        let cases = [
-            (Duration::ZERO, 1),
-            (Duration::from_millis(1), 1),
-            (Duration::from_millis(1000), 1),
-            (Duration::from_millis(1001), 2),
-            (Duration::from_secs(30), 30),
-        ];
-        for (wait, want) in cases {
-            assert_eq!(retry_after_secs(wait), want, "{wait:?}");
-        }
-    }
 
     #[test]
     fn only_waits_carry_retry_after() {

@@ -28,9 +28,13 @@ use crate::event::{ContactDetails, LaunchRequestDraft};
 use crate::intake::{accepted, produce, read_body, RecordHeaders};
 use crate::metrics::{Outcome, Route, ACCEPTED};
 use crate::provider::json::describe_json_error;
-use crate::provider::{content_type_is, correlation_header, optional_id, required_id};
+use crate::provider::{
+    content_type_is, correlation_header, optional_phone, optional_text, optional_time_zone,
+    required_id,
+};
 use crate::verify::ct_eq;
 use callstream_domain::ids;
+use callstream_domain::input::MAX_REASON_CHARS;
 
 /// The request body (documented in the README).
 #[derive(Debug, Deserialize)]
@@ -87,8 +91,8 @@ pub(crate) fn tenant_for<'t>(
 /// The contact's details as the caller gave them, with the ids checked.
 pub(crate) fn contact_details(c: ContactBody) -> Result<ContactDetails, ApiError> {
     Ok(ContactDetails {
-        phone_number: optional_id("contact.phone_number", c.phone_number.as_deref())?,
-        time_zone: optional_id("contact.time_zone", c.time_zone.as_deref())?,
+        phone_number: optional_phone("contact.phone_number", c.phone_number.as_deref())?,
+        time_zone: optional_time_zone("contact.time_zone", c.time_zone.as_deref())?,
         do_not_call: c.do_not_call,
         blocked: c.blocked,
         enrolled_student: c.enrolled_student,
@@ -117,7 +121,7 @@ pub fn parse(
         campaign_id,
         not_before: body.not_before,
         contact,
-        reason: body.reason,
+        reason: optional_text("reason", body.reason, MAX_REASON_CHARS)?,
         received_at,
         correlation_id: correlation_header(headers),
     })

@@ -5,10 +5,8 @@
 
 use std::future::Future;
 
-use axum::http::StatusCode;
 use callstream_platform::http;
 use tokio::net::TcpListener;
-use tower_http::timeout::TimeoutLayer;
 
 use crate::app::{app, AppState, StartError};
 use crate::config::GatewayConfig;
@@ -30,11 +28,11 @@ pub async fn serve(
     config: &GatewayConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), StartError> {
-    let router = app(state.clone()).layer(TimeoutLayer::with_status_code(
-        StatusCode::REQUEST_TIMEOUT,
+    let router = callstream_platform::problem::with_request_timeout(
+        app(state.clone()),
         config.request_timeout,
-    ));
-    http::serve(listener, router, shutdown, |addr| {
+    );
+    http::serve(listener, router, config.serve_limits, shutdown, |addr| {
         tracing::info!(%addr, integrations = config.integrations.len(), "gateway listening");
     })
     .await?;

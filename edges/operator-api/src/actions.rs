@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
+use callstream_domain::input::MAX_REASON_CHARS;
 use callstream_platform::topics;
 use callstream_schemas::{Actor, AnyEvent, ContactCommand, ContactCommandKind};
 use chrono::Utc;
@@ -39,6 +40,7 @@ pub async fn get_command(
 ) -> Result<Json<CommandStatus>, ApiError> {
     principal.require(Role::Viewer)?;
     let wait = wait.duration(state.config().max_wait)?;
+    let _slot = state.limits().wait_slot(wait)?;
     let status = wait_for(
         &state,
         &principal.tenant_id,
@@ -90,6 +92,8 @@ pub(crate) async fn send(
     wait: Option<Duration>,
 ) -> Result<(StatusCode, Json<Accepted>), ApiError> {
     let command_id = event.envelope().event_id;
+    // Taken before sending: refused for the cap, the command was not sent.
+    let _slot = state.limits().wait_slot(wait)?;
     let topic = state.config().topics.name(topic);
     state.publisher().send(&topic, key, &event).await?;
     state.remember(principal, command_id, kind.clone(), contact_id);
@@ -168,6 +172,8 @@ pub(crate) async fn contact_exists(
     tenant: &str,
     contact_id: &str,
 ) -> Result<(), ApiError> {
+    // The path's contact id, checked before Postgres sees it (a NUL would be a 500 there).
+    crate::extract::param_id("contact_id", contact_id)?;
     let found: bool = sqlx::query_scalar(
         "SELECT EXISTS (SELECT 1 FROM contact_timeline WHERE tenant_id = $1 AND contact_id = $2)
              OR EXISTS (SELECT 1 FROM jobs WHERE tenant_id = $1 AND contact_id = $2)",
@@ -183,15 +189,15 @@ pub(crate) async fn contact_exists(
     }
 }
 
-/// A reason as given: at most 500 characters (as the schema counts them, not bytes);
-/// blank is none.
+/// A reason as given: free text of at most 500 characters (as the schema counts them,
+/// not bytes) without control characters but tab and line breaks; blank is none.
 pub(crate) fn reason_of(reason: Option<String>) -> Result<Option<String>, ApiError> {
     match reason {
-        Some(r) if r.chars().count() > 500 => Err(ApiError::Unprocessable(
-            "reason is longer than 500 characters".into(),
-        )),
-        Some(r) if r.trim().is_empty() => Ok(None),
-        other => Ok(other),
+        Some(r) => {
+            crate::extract::body_text("reason", &r, MAX_REASON_CHARS)?;
+            Ok((!r.trim().is_empty()).then_some(r))
+        }
+        None => Ok(None),
     }
 }
 
@@ -200,7 +206,10 @@ pub(crate) fn reason_of(reason: Option<String>) -> Result<Option<String>, ApiErr
 #[serde(deny_unknown_fields)]
 pub struct ReasonBody {
     /// Why (kept on the audit trail).
-    #[schema(max_length = 500)]
+    #[schema(
+        max_length = 500,
+        pattern = "^[^\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F]*$"
+    )]
     pub reason: Option<String>,
 }
 
@@ -209,7 +218,7 @@ pub struct ReasonBody {
 #[serde(deny_unknown_fields)]
 pub struct CancelBody {
     /// Why they are cancelled (required, not blank: no cancellation without a reason).
-    #[schema(value_type = String, required = true, max_length = 500, pattern = "\\S")]
+    #[schema(value_type = String, required = true, max_length = 500, pattern = "^[^\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F]*[^\\s\\u0000-\\u001F][^\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F]*$")]
     pub reason: Option<String>,
 }
 
@@ -232,7 +241,7 @@ async fn simple_contact_action(
 
 /// Cancel every future job of the contact.
 #[utoipa::path(post, path = "/v1/contacts/{contact_id}/cancel-future-jobs", tag = "actions",
-    params(("contact_id" = String, Path), WaitParam, crate::app::TenantHeader), request_body(content = CancelBody),
+    params(("contact_id" = String, Path, max_length = 256, pattern = "^[A-Za-z0-9_:@+=~-]+(\\.[A-Za-z0-9_:@+=~-]+)*$"), WaitParam, crate::app::TenantHeader), request_body(content = CancelBody),
     security(("bearer" = [])),
     responses((status = 202, body = Accepted), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody),
@@ -260,7 +269,7 @@ pub async fn cancel_future_jobs(
 
 /// Finish the contact's workflow now.
 #[utoipa::path(post, path = "/v1/contacts/{contact_id}/force-finish", tag = "actions",
-    params(("contact_id" = String, Path), WaitParam, crate::app::TenantHeader), request_body(content = ReasonBody),
+    params(("contact_id" = String, Path, max_length = 256, pattern = "^[A-Za-z0-9_:@+=~-]+(\\.[A-Za-z0-9_:@+=~-]+)*$"), WaitParam, crate::app::TenantHeader), request_body(content = ReasonBody),
     security(("bearer" = [])),
     responses((status = 202, body = Accepted), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody),

@@ -7,7 +7,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::extract::State;
-use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -21,8 +20,10 @@ use uuid::Uuid;
 use crate::auth::Principal;
 use crate::config::OperatorApiConfig;
 use crate::error::{ApiError, ErrorBody};
+use crate::limits::{self, Limits};
 use crate::model::CommandStatus;
 use crate::publish::Publisher;
+use crate::ready::Readiness;
 use crate::{actions, cases, control, crm_retry, model, reads, retry};
 
 /// The optional tenant header every route accepts.
@@ -53,6 +54,8 @@ struct Inner {
     publisher: Publisher,
     config: OperatorApiConfig,
     issued: Mutex<HashMap<Uuid, Issued>>,
+    limits: Limits,
+    readiness: Readiness,
 }
 
 /// What every handler shares.
@@ -64,9 +67,15 @@ impl AppState {
         Self(Arc::new(Inner {
             pool,
             publisher,
+            limits: Limits::new(config.per_token, config.per_address, config.max_waiting),
+            readiness: Readiness::new(config.ready_cache),
             config,
             issued: Mutex::new(HashMap::new()),
         }))
+    }
+
+    pub fn limits(&self) -> &Limits {
+        &self.0.limits
     }
 
     pub fn pool(&self) -> &PgPool {
@@ -133,6 +142,92 @@ impl Modify for BearerAuth {
     }
 }
 
+/// Every error answer is an RFC 9457 problem: its media type in the document says so.
+struct ProblemJson;
+
+impl Modify for ProblemJson {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        for item in openapi.paths.paths.values_mut() {
+            let operations = [
+                &mut item.get,
+                &mut item.post,
+                &mut item.put,
+                &mut item.patch,
+                &mut item.delete,
+            ];
+            for operation in operations.into_iter().flatten() {
+                for (status, response) in operation.responses.responses.iter_mut() {
+                    let utoipa::openapi::RefOr::T(response) = response else {
+                        continue;
+                    };
+                    if !(status.starts_with('4') || status.starts_with('5')) {
+                        continue;
+                    }
+                    if let Some(content) = response.content.shift_remove("application/json") {
+                        response
+                            .content
+                            .insert(callstream_platform::problem::CONTENT_TYPE.into(), content);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Every route can answer 429 (the address budget applies to all of them), so the answer
+/// is documented once here rather than on each handler.
+struct TooManyRequests;
+
+impl Modify for TooManyRequests {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::schema::{ObjectBuilder, Type};
+        use utoipa::openapi::{ContentBuilder, HeaderBuilder, Ref, ResponseBuilder};
+        let response = ResponseBuilder::new()
+            .description(
+                "Too many requests (of the token, of the address, or waiting at once): \
+                 code `rate_limited`; retry after `Retry-After` seconds.",
+            )
+            .header(
+                "Retry-After",
+                HeaderBuilder::new()
+                    .schema(
+                        ObjectBuilder::new()
+                            .schema_type(Type::Integer)
+                            .minimum(Some(1)),
+                    )
+                    .description(Some("Whole seconds to wait, at least 1."))
+                    .build(),
+            )
+            .content(
+                "application/json",
+                ContentBuilder::new()
+                    .schema(Some(Ref::from_schema_name("ErrorBody")))
+                    .build(),
+            )
+            .build();
+        for item in openapi.paths.paths.values_mut() {
+            for operation in [
+                &mut item.get,
+                &mut item.put,
+                &mut item.post,
+                &mut item.delete,
+                &mut item.patch,
+                &mut item.head,
+                &mut item.options,
+                &mut item.trace,
+            ]
+            .into_iter()
+            .flatten()
+            {
+                operation
+                    .responses
+                    .responses
+                    .insert("429".into(), response.clone().into());
+            }
+        }
+    }
+}
+
 /// The OpenAPI 3.1 document.
 #[derive(OpenApi)]
 #[openapi(
@@ -153,7 +248,7 @@ impl Modify for BearerAuth {
         retry::RetryNowBody, retry::RetryLaterBody, actions::ReasonBody, actions::CancelBody,
         cases::AdvanceBody, cases::AdvanceAs, control::SwitchBody,
     )),
-    modifiers(&BearerAuth),
+    modifiers(&BearerAuth, &TooManyRequests, &ProblemJson),
 )]
 pub struct ApiDoc;
 
@@ -163,14 +258,22 @@ pub async fn healthz() -> &'static str {
     "ok"
 }
 
-/// Readiness: Postgres and Kafka answer.
+/// Readiness: Postgres and Kafka answer (the answer is reused for a second or so, so
+/// probes do not reach them each time).
 #[utoipa::path(get, path = "/readyz", tag = "health",
     responses((status = 200, description = "ready"), (status = 503, body = ErrorBody)))]
 pub async fn readyz(State(state): State<AppState>) -> Result<&'static str, ApiError> {
-    sqlx::query("SELECT 1").execute(state.pool()).await?;
-    if !state.publisher().ready().await {
-        return Err(ApiError::Unavailable("kafka does not answer"));
-    }
+    state
+        .0
+        .readiness
+        .check(|| async {
+            sqlx::query("SELECT 1").execute(state.pool()).await?;
+            if !state.publisher().ready().await {
+                return Err(ApiError::Unavailable("kafka does not answer"));
+            }
+            Ok(())
+        })
+        .await?;
     Ok("ready")
 }
 
@@ -182,11 +285,8 @@ async fn no_route() -> ApiError {
     ApiError::NotFound { what: "route" }
 }
 
-async fn wrong_method() -> impl IntoResponse {
-    let mut response =
-        ApiError::BadRequest("method not allowed on this route".into()).into_response();
-    *response.status_mut() = StatusCode::METHOD_NOT_ALLOWED;
-    response
+async fn wrong_method() -> ApiError {
+    ApiError::WrongMethod
 }
 
 /// The router; tests call it without a socket.
@@ -239,5 +339,80 @@ pub fn app(state: AppState) -> Router {
         .route("/readyz", get(readyz))
         .fallback(no_route)
         .method_not_allowed_fallback(wrong_method)
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            limits::per_address,
+        ))
         .with_state(state)
+}
+
+#[cfg(test)]
+mod tests {
+    use callstream_domain::input::{ID_PATTERN, TEXT_PATTERN};
+    use serde_json::Value;
+    use utoipa::OpenApi;
+
+    use super::ApiDoc;
+
+    fn document() -> Value {
+        serde_json::to_value(ApiDoc::openapi()).expect("the document serialises")
+    }
+
+    #[test]
+    fn every_error_answer_is_documented_as_problem_json() {
+        let doc = document();
+        let mut errors = 0;
+        for (path, methods) in doc["paths"].as_object().into_iter().flatten() {
+            for (method, operation) in methods.as_object().into_iter().flatten() {
+                let responses = operation["responses"].as_object().into_iter().flatten();
+                for (status, response) in responses.filter(|(s, _)| s.as_str() >= "400") {
+                    if let Some(content) = response["content"].as_object() {
+                        errors += 1;
+                        assert!(
+                            content.contains_key("application/problem+json")
+                                && !content.contains_key("application/json"),
+                            "{method} {path} {status}: {content:?}"
+                        );
+                    }
+                }
+            }
+        }
+        assert!(errors > 50, "only {errors} error answers documented");
+    }
+
+    /// Every `pattern` in the document, wherever it is.
+    fn patterns(value: &Value, found: &mut Vec<String>) {
+        match value {
+            Value::Object(map) => {
+                for (key, inner) in map {
+                    match (key.as_str(), inner) {
+                        ("pattern", Value::String(p)) => found.push(p.clone()),
+                        _ => patterns(inner, found),
+                    }
+                }
+            }
+            Value::Array(items) => items.iter().for_each(|i| patterns(i, found)),
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn the_documented_id_and_text_rules_are_the_ones_the_api_enforces() {
+        let mut found = Vec::new();
+        patterns(&document(), &mut found);
+        let ids = found.iter().filter(|p| *p == ID_PATTERN).count();
+        let texts = found.iter().filter(|p| *p == TEXT_PATTERN).count();
+        // Contact ids in five paths and one query, campaign ids in a path, a query and
+        // two bodies; five reason fields.
+        assert!(ids >= 10, "{ids} id patterns in {found:?}");
+        assert!(texts >= 5, "{texts} text patterns in {found:?}");
+        let known_others = ["^[0-9]{1,9}(ms|s|m)?$", "^[0-9]{1,16}_[0-9a-f]{32}$"];
+        for pattern in &found {
+            let is_text_like = pattern.starts_with(r"^[^\u0000-\u0008\u000B\u000C\u000E-\u001F]*");
+            assert!(
+                pattern == ID_PATTERN || is_text_like || known_others.contains(&pattern.as_str()),
+                "a pattern the input rules do not know: {pattern}"
+            );
+        }
+    }
 }

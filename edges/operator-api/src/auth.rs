@@ -1,8 +1,12 @@
 //! Bearer tokens: stored as their SHA-256 only, each with a role and a tenant scope.
 //!
-//! Guarantees: a request is served only for a known, unrevoked token; every handler gets
-//! the token's [`Principal`] and reads and acts only within its tenant; a request that
-//! names another tenant (`X-Tenant-Id`) is refused 403 before anything else happens.
+//! Guarantees: a request is served only for a known, unrevoked, unexpired token (an
+//! expired or revoked one is 401 exactly like an unknown one, from the next request on:
+//! nothing is cached); every handler gets the token's [`Principal`] and reads and acts only
+//! within its tenant; a request that names another tenant (`X-Tenant-Id`) is refused 403
+//! before anything else happens. A token is scoped to one real tenant: no token is made for
+//! `*` (the control topic's every-tenant pseudo-tenant) or any id that is not a plain tenant
+//! id, and a stored one with such a tenant is refused.
 
 use std::fmt;
 use std::str::FromStr;
@@ -11,6 +15,7 @@ use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
+use chrono::{DateTime, Utc};
 use rand::RngCore;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -107,26 +112,80 @@ pub struct CreatedToken {
     pub token: String,
 }
 
-/// Creates a token for `tenant_id` with `role`; `subject` names who holds it.
+/// Why a token was not made.
+#[derive(Debug, thiserror::Error)]
+pub enum CreateTokenError {
+    #[error("tenant {0:?} cannot hold a token: {1}")]
+    Tenant(String, &'static str),
+    #[error("the token would expire at {0}, which is not in the future")]
+    AlreadyExpired(DateTime<Utc>),
+    #[error(transparent)]
+    Db(#[from] sqlx::Error),
+}
+
+/// The longest tenant id a token may name.
+const MAX_TENANT_LEN: usize = 200;
+
+/// Whether `tenant_id` names one tenant, and why not. `*` is the control topic's pseudo
+/// tenant of every tenant: a token for it would write changes (a system pause) for all of
+/// them; `/` separates the parts of a control key; `%` (a SQL wildcard), spaces and control
+/// characters have no business in an id.
+pub fn check_tenant(tenant_id: &str) -> Result<(), &'static str> {
+    if tenant_id.trim().is_empty() {
+        return Err("it is empty");
+    }
+    if tenant_id.len() > MAX_TENANT_LEN {
+        return Err("it is longer than 200 bytes");
+    }
+    if tenant_id.contains('*') {
+        return Err("`*` means every tenant, and a token is for one tenant");
+    }
+    if tenant_id
+        .chars()
+        .any(|c| c == '/' || c == '%' || c.is_whitespace() || c.is_control())
+    {
+        return Err("it holds `/`, `%`, a space or a control character");
+    }
+    Ok(())
+}
+
+/// Creates a token for `tenant_id` with `role` that does not expire; `subject` names who
+/// holds it.
 pub async fn create_token(
     pool: &PgPool,
     tenant_id: &str,
     role: Role,
     subject: &str,
-) -> Result<CreatedToken, sqlx::Error> {
+) -> Result<CreatedToken, CreateTokenError> {
+    create_token_expiring(pool, tenant_id, role, subject, None).await
+}
+
+/// Creates a token that is refused from `expires_at` on (never, for `None`).
+pub async fn create_token_expiring(
+    pool: &PgPool,
+    tenant_id: &str,
+    role: Role,
+    subject: &str,
+    expires_at: Option<DateTime<Utc>>,
+) -> Result<CreatedToken, CreateTokenError> {
+    check_tenant(tenant_id).map_err(|why| CreateTokenError::Tenant(tenant_id.to_owned(), why))?;
+    if let Some(at) = expires_at.filter(|at| *at <= Utc::now()) {
+        return Err(CreateTokenError::AlreadyExpired(at));
+    }
     let mut secret = [0u8; 32];
     rand::rng().fill_bytes(&mut secret);
     let token = format!("cs_{}", URL_SAFE_NO_PAD.encode(secret));
     let token_id = Uuid::new_v4();
     sqlx::query(
-        "INSERT INTO api_tokens (token_id, token_hash, tenant_id, role, subject)
-         VALUES ($1, $2, $3, $4, $5)",
+        "INSERT INTO api_tokens (token_id, token_hash, tenant_id, role, subject, expires_at)
+         VALUES ($1, $2, $3, $4, $5, $6)",
     )
     .bind(token_id)
     .bind(hash_token(&token))
     .bind(tenant_id)
     .bind(role.as_str())
     .bind(subject)
+    .bind(expires_at)
     .execute(pool)
     .await?;
     Ok(CreatedToken { token_id, token })
@@ -143,10 +202,52 @@ pub async fn revoke_token(pool: &PgPool, token_id: Uuid) -> Result<bool, sqlx::E
     Ok(done.rows_affected() == 1)
 }
 
+/// A stored token, as `callstream tokens list` shows it (never its secret or hash).
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct TokenInfo {
+    pub token_id: Uuid,
+    pub tenant_id: String,
+    pub role: String,
+    pub subject: String,
+    pub created_at: DateTime<Utc>,
+    pub expires_at: Option<DateTime<Utc>>,
+    pub revoked_at: Option<DateTime<Utc>>,
+}
+
+impl TokenInfo {
+    /// `active`, `expired` or `revoked`, at `now`.
+    pub fn state(&self, now: DateTime<Utc>) -> &'static str {
+        if self.revoked_at.is_some() {
+            "revoked"
+        } else if self.expires_at.is_some_and(|at| at <= now) {
+            "expired"
+        } else {
+            "active"
+        }
+    }
+}
+
+/// Every token (of `tenant_id` only, if given), oldest first.
+pub async fn list_tokens(
+    pool: &PgPool,
+    tenant_id: Option<&str>,
+) -> Result<Vec<TokenInfo>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT token_id, tenant_id, role, subject, created_at, expires_at, revoked_at
+         FROM api_tokens WHERE $1::text IS NULL OR tenant_id = $1
+         ORDER BY created_at, token_id",
+    )
+    .bind(tenant_id)
+    .fetch_all(pool)
+    .await
+}
+
 async fn lookup(pool: &PgPool, token: &str) -> Result<Option<Principal>, ApiError> {
+    // The database's clock decides expiry, as it stamps `revoked_at`.
     let row: Option<(Uuid, String, String, String)> = sqlx::query_as(
         "SELECT token_id, tenant_id, role, subject FROM api_tokens
-         WHERE token_hash = $1 AND revoked_at IS NULL",
+         WHERE token_hash = $1 AND revoked_at IS NULL
+           AND (expires_at IS NULL OR expires_at > now())",
     )
     .bind(hash_token(token))
     .fetch_optional(pool)
@@ -155,6 +256,11 @@ async fn lookup(pool: &PgPool, token: &str) -> Result<Option<Principal>, ApiErro
         return Ok(None);
     };
     let role = role.parse().map_err(|_| ApiError::Internal)?;
+    if check_tenant(&tenant_id).is_err() {
+        // Made before tenants were checked, or by hand: it could act for every tenant.
+        tracing::warn!(%token_id, "token refused: its tenant is not a plain tenant id");
+        return Ok(None);
+    }
     Ok(Some(Principal {
         token_id,
         tenant_id,
@@ -184,6 +290,14 @@ impl FromRequestParts<AppState> for Principal {
         let principal = lookup(state.pool(), token)
             .await?
             .ok_or(ApiError::Unauthenticated)?;
+        // After the lookup, so the budget is the token's own (an unknown token has none;
+        // the address budget covers guessing).
+        state
+            .limits()
+            .spend_token(principal.token_id)
+            .inspect_err(|_| {
+                tracing::warn!(token = %principal.token_id, "token over its request budget");
+            })?;
         if let Some(named) = parts.headers.get(TENANT_HEADER) {
             if named.as_bytes() != principal.tenant_id.as_bytes() {
                 return Err(ApiError::WrongTenant);
@@ -223,6 +337,27 @@ mod tests {
                 subject: "s".into(),
             };
             assert_eq!(p.require(needed).is_ok(), ok, "{has} needs {needed}");
+        }
+    }
+
+    #[test]
+    fn a_token_is_for_one_plain_tenant() {
+        for ok in ["acme", "t-1", "tenant_a", "ACME.eu"] {
+            assert_eq!(check_tenant(ok), Ok(()), "{ok:?}");
+        }
+        let too_long = "x".repeat(201);
+        for refused in [
+            "*",
+            "",
+            "  ",
+            "ac*me",
+            "a/b",
+            "a%",
+            "a b",
+            "a\n",
+            too_long.as_str(),
+        ] {
+            assert!(check_tenant(refused).is_err(), "{refused:?}");
         }
     }
 

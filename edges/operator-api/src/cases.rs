@@ -92,7 +92,10 @@ pub struct AdvanceBody {
     #[schema(value_type = AdvanceAs, required = true)]
     pub advance_as: Option<AdvanceAs>,
     /// Why (kept on the audit trail).
-    #[schema(max_length = 500)]
+    #[schema(
+        max_length = 500,
+        pattern = "^[^\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F]*$"
+    )]
     pub reason: Option<String>,
 }
 

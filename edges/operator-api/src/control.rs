@@ -28,7 +28,10 @@ pub struct SwitchBody {
     #[schema(value_type = bool, required = true)]
     pub enabled: Option<bool>,
     /// Why (kept on the audit trail).
-    #[schema(max_length = 500)]
+    #[schema(
+        max_length = 500,
+        pattern = "^[^\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F]*$"
+    )]
     pub reason: Option<String>,
 }
 
@@ -46,13 +49,8 @@ async fn switch(
         .enabled
         .ok_or_else(|| ApiError::Unprocessable("enabled is required (true or false)".into()))?;
     let reason = reason_of(body.reason)?;
-    if campaign_id
-        .as_deref()
-        .is_some_and(|c| c.is_empty() || c.len() > 200)
-    {
-        return Err(ApiError::Unprocessable(
-            "campaign_id must be 1 to 200 characters".into(),
-        ));
+    if let Some(campaign) = &campaign_id {
+        crate::extract::param_id("campaign_id", campaign)?;
     }
     let old: Option<serde_json::Value> = sqlx::query_scalar(
         "SELECT value FROM control_settings WHERE tenant_id = $1 AND setting = $2 AND campaign_id = $3",
@@ -118,7 +116,7 @@ pub async fn system_pause(
 
 /// Pause (`enabled: true`) or unpause one campaign.
 #[utoipa::path(post, path = "/v1/control/campaigns/{campaign_id}/pause", tag = "control",
-    params(("campaign_id" = String, Path, min_length = 1, max_length = 200), WaitParam, crate::app::TenantHeader), request_body(content = SwitchBody),
+    params(("campaign_id" = String, Path, max_length = 256, pattern = "^[A-Za-z0-9_:@+=~-]+(\\.[A-Za-z0-9_:@+=~-]+)*$"), WaitParam, crate::app::TenantHeader), request_body(content = SwitchBody),
     security(("bearer" = [])),
     responses((status = 202, body = Accepted), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 422, body = ErrorBody), (status = 503, body = ErrorBody)))]

@@ -1,8 +1,13 @@
-//! The one error type of the operator API. Clients get a status and a JSON body
-//! `{"code", "message"}` with a stable code; logs get the detail (ids only, never bodies).
+//! The one error type of the operator API. Clients get a status and an RFC 9457 problem
+//! (`application/problem+json`: `type`, `title`, `status`, `detail`) with the stable `code`
+//! as an extension member, and `field` when one input was refused; logs get the rest (ids
+//! only, never bodies).
 
-use axum::http::StatusCode;
+use std::time::Duration;
+
+use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
+use callstream_platform::problem::{retry_after_secs, Problem};
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -27,9 +32,24 @@ pub enum ApiError {
     /// Well-formed, but a value is not acceptable.
     #[error("{0}")]
     Unprocessable(String),
+    /// A field that is not what the documented input rules allow
+    /// (`callstream_domain::input`): 422 for a body field, 400 for a query or path one.
+    #[error("{field} {refusal}")]
+    Invalid {
+        field: &'static str,
+        refusal: callstream_domain::input::Refusal,
+        in_query: bool,
+    },
+    /// The route exists, the method does not.
+    #[error("method not allowed on this route")]
+    WrongMethod,
     /// The object is not in a state the action applies to (an exception already closed).
     #[error("{0}")]
     Conflict(String),
+    /// Too many requests (of the token, of the address, or waiting at once): try again
+    /// after `retry_after` (sent as `Retry-After`, whole seconds rounded up, at least 1).
+    #[error("too many requests; retry after {} s", retry_after_secs(*retry_after))]
+    RateLimited { retry_after: Duration },
     /// Kafka did not take the command in time, or Postgres is away: nothing was done.
     #[error("{0}; retry later")]
     Unavailable(&'static str),
@@ -38,14 +58,25 @@ pub enum ApiError {
     Internal,
 }
 
-/// The JSON body of every error answer.
+/// The body of every error answer: an RFC 9457 problem (`application/problem+json`).
 #[derive(Debug, Serialize, serde::Deserialize, ToSchema)]
 pub struct ErrorBody {
+    /// Always `about:blank`: the status says what kind of problem it is, `code` which.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The status's reason phrase.
+    pub title: String,
+    /// The HTTP status, repeated.
+    pub status: u16,
+    /// For people; never echoes what the request sent.
+    pub detail: String,
     /// Stable, machine-readable: `unauthenticated`, `forbidden`, `not_found`,
-    /// `bad_request`, `unprocessable`, `conflict`, `unavailable`, `internal`.
+    /// `bad_request`, `method_not_allowed`, `unprocessable`, `conflict`, `rate_limited`,
+    /// `unavailable`, `internal`.
     pub code: String,
-    /// For people.
-    pub message: String,
+    /// The request field that was refused, when one was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
 }
 
 impl ApiError {
@@ -56,7 +87,11 @@ impl ApiError {
             Self::NotFound { .. } => StatusCode::NOT_FOUND,
             Self::BadRequest(_) => StatusCode::BAD_REQUEST,
             Self::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            Self::Invalid { in_query: true, .. } => StatusCode::BAD_REQUEST,
+            Self::Invalid { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+            Self::WrongMethod => StatusCode::METHOD_NOT_ALLOWED,
             Self::Conflict(_) => StatusCode::CONFLICT,
+            Self::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             Self::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -69,7 +104,11 @@ impl ApiError {
             Self::NotFound { .. } => "not_found",
             Self::BadRequest(_) => "bad_request",
             Self::Unprocessable(_) => "unprocessable",
+            Self::Invalid { in_query: true, .. } => "bad_request",
+            Self::Invalid { .. } => "unprocessable",
+            Self::WrongMethod => "method_not_allowed",
             Self::Conflict(_) => "conflict",
+            Self::RateLimited { .. } => "rate_limited",
             Self::Unavailable(_) => "unavailable",
             Self::Internal => "internal",
         }
@@ -95,18 +134,21 @@ impl From<sqlx::Error> for ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = self.status();
-        let mut response = (
-            status,
-            axum::Json(ErrorBody {
-                code: self.code().to_string(),
-                message: self.to_string(),
-            }),
-        )
-            .into_response();
+        let mut problem = Problem::new(status, self.code(), self.to_string());
+        if let Self::Invalid { field, .. } = self {
+            problem = problem.with_field(field);
+        }
+        let mut response = problem.into_response();
         if status == StatusCode::UNAUTHORIZED {
             response.headers_mut().insert(
                 axum::http::header::WWW_AUTHENTICATE,
                 axum::http::HeaderValue::from_static("Bearer"),
+            );
+        }
+        if let Self::RateLimited { retry_after } = self {
+            response.headers_mut().insert(
+                axum::http::header::RETRY_AFTER,
+                HeaderValue::from(retry_after_secs(retry_after)),
             );
         }
         response
@@ -127,6 +169,32 @@ mod tests {
             (ApiError::BadRequest("x".into()), 400, "bad_request"),
             (ApiError::Unprocessable("x".into()), 422, "unprocessable"),
             (ApiError::Conflict("x".into()), 409, "conflict"),
+            (ApiError::WrongMethod, 405, "method_not_allowed"),
+            (
+                ApiError::Invalid {
+                    field: "reason",
+                    refusal: callstream_domain::input::Refusal::ControlCharacter,
+                    in_query: false,
+                },
+                422,
+                "unprocessable",
+            ),
+            (
+                ApiError::Invalid {
+                    field: "contact_id",
+                    refusal: callstream_domain::input::Refusal::ControlCharacter,
+                    in_query: true,
+                },
+                400,
+                "bad_request",
+            ),
+            (
+                ApiError::RateLimited {
+                    retry_after: Duration::from_millis(10),
+                },
+                429,
+                "rate_limited",
+            ),
             (ApiError::Unavailable("x"), 503, "unavailable"),
             (ApiError::Internal, 500, "internal"),
         ];
@@ -134,5 +202,18 @@ mod tests {
             assert_eq!(error.status().as_u16(), status, "{error:?}");
             assert_eq!(error.code(), code, "{error:?}");
         }
+    }
+
+    #[test]
+    fn a_rate_limited_answer_carries_retry_after() {
+        let response = ApiError::RateLimited {
+            retry_after: Duration::from_millis(1500),
+        }
+        .into_response();
+        assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(
+            response.headers().get(axum::http::header::RETRY_AFTER),
+            Some(&HeaderValue::from_static("2"))
+        );
     }
 }

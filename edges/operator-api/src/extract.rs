@@ -12,7 +12,37 @@ use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use utoipa::IntoParams;
 
+use callstream_domain::input::{self, Refusal};
+
 use crate::error::ApiError;
+
+/// A query or path parameter that must be an id (`callstream_domain::input`): 400 naming
+/// it, before Postgres or Kafka sees it.
+pub fn param_id(field: &'static str, value: &str) -> Result<(), ApiError> {
+    refuse(field, input::check_id(value), true)
+}
+
+/// A body field that must be an id: 422 naming it.
+pub fn body_id(field: &'static str, value: &str) -> Result<(), ApiError> {
+    refuse(field, input::check_id(value), false)
+}
+
+/// A body field of free text of at most `max_chars`: 422 naming it.
+pub fn body_text(field: &'static str, value: &str, max_chars: usize) -> Result<(), ApiError> {
+    refuse(field, input::check_text(value, max_chars), false)
+}
+
+fn refuse(
+    field: &'static str,
+    checked: Result<(), Refusal>,
+    in_query: bool,
+) -> Result<(), ApiError> {
+    checked.map_err(|refusal| ApiError::Invalid {
+        field,
+        refusal,
+        in_query,
+    })
+}
 
 /// `axum::extract::Query` answering 400 with a JSON error.
 pub struct Query<T>(pub T);

@@ -7,6 +7,8 @@
 //! - An action answers `202` with a command id only once Kafka has acknowledged the
 //!   command; `GET /v1/commands/{id}` reports `pending`, `applied` or `rejected`.
 //! - Every error is JSON `{code, message}` from one [`ApiError`].
+//! - Requests have budgets, per token and per peer address, and at most a set number wait
+//!   (`?wait=`) at once; over either, 429 `rate_limited` with `Retry-After` (see [`limits`]).
 //! - `/openapi.json` is an OpenAPI 3.1 document of every route.
 
 pub mod actions;
@@ -19,17 +21,20 @@ pub mod crm_retry;
 pub mod cursor;
 pub mod error;
 pub mod extract;
+pub mod limits;
 pub mod model;
 pub mod publish;
 pub mod query;
 pub mod reads;
+pub mod ready;
 pub mod retry;
 pub mod server;
 
 pub use app::{app, ApiDoc, AppState};
 pub use auth::{
-    create_token, hash_token, revoke_token, CreatedToken, Principal, Role, UnknownRole,
+    check_tenant, create_token, create_token_expiring, hash_token, list_tokens, revoke_token,
+    CreateTokenError, CreatedToken, Principal, Role, TokenInfo, UnknownRole,
 };
-pub use config::{ConfigError, OperatorApiConfig};
+pub use config::{ConfigError, OperatorApiConfig, RateLimit};
 pub use error::ApiError;
 pub use server::{run, serve, state, StartError};

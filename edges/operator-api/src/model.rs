@@ -109,8 +109,7 @@ pub struct SlotOccupancy {
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct Slots {
     pub from: DateTime<Utc>,
-    /// The end of the range answered: the one asked for, or 7 days after `from` when it
-    /// asked for more (ask again from here for the rest).
+    /// The end of the range answered (the one asked for; at most 7 days after `from`).
     pub to: DateTime<Utc>,
     /// Launches a slot may hold (the tenant's grid setting, default 1).
     pub capacity: i64,

@@ -6,6 +6,8 @@ use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 
+use crate::error::ApiError;
+
 /// The state of a job, as the jobs view keeps it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
@@ -51,8 +53,16 @@ pub struct JobsQuery {
     #[param(inline)]
     pub state: Option<JobState>,
     /// Only this contact's jobs.
+    #[param(
+        max_length = 256,
+        pattern = "^[A-Za-z0-9_:@+=~-]+(\\.[A-Za-z0-9_:@+=~-]+)*$"
+    )]
     pub contact_id: Option<String>,
     /// Only this campaign's jobs.
+    #[param(
+        max_length = 256,
+        pattern = "^[A-Za-z0-9_:@+=~-]+(\\.[A-Za-z0-9_:@+=~-]+)*$"
+    )]
     pub campaign_id: Option<String>,
     /// Only jobs planned at or after this time (RFC 3339).
     pub from: Option<DateTime<Utc>>,
@@ -92,18 +102,43 @@ pub struct ExceptionsQuery {
     pub cursor: Option<String>,
 }
 
-/// A time range, required. A range whose `to` is not after its `from` is empty.
+/// A time range, required and bounded (each route says how long a range it takes; a longer
+/// one is 400). A range whose `to` is not after its `from` is empty.
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct RangeQuery {
     /// Start (RFC 3339, inclusive).
     pub from: DateTime<Utc>,
-    /// End (RFC 3339, exclusive).
+    /// End (RFC 3339, exclusive): at most 31 days after `from` for `/v1/delivery`, 7 days
+    /// for `/v1/slots`; further is 400.
     pub to: DateTime<Utc>,
 }
 
-/// The longest range of slots one answer covers.
-pub(crate) const MAX_SLOT_RANGE: chrono::Duration = chrono::Duration::days(7);
+impl RangeQuery {
+    /// The range, refused with 400 when `to` is more than `max` after `from`. The views
+    /// are indexed by time, but a year of buckets or slots in one answer is a heavy query
+    /// and a huge body; a client asks again from where the answer ended.
+    pub fn within(
+        &self,
+        max: chrono::Duration,
+    ) -> Result<(DateTime<Utc>, DateTime<Utc>), ApiError> {
+        if self.to.signed_duration_since(self.from) > max {
+            return Err(ApiError::BadRequest(format!(
+                "from and to are more than {} days apart: ask for at most {} days at a time",
+                max.num_days(),
+                max.num_days()
+            )));
+        }
+        Ok((self.from, self.to))
+    }
+}
+
+/// The longest range of slots one request may ask for (the grid has over a thousand
+/// slots a day).
+pub const MAX_SLOT_RANGE: chrono::Duration = chrono::Duration::days(7);
+
+/// The longest range of delivery buckets one request may ask for (144 buckets a day).
+pub const MAX_DELIVERY_RANGE: chrono::Duration = chrono::Duration::days(31);
 
 /// Paging only.
 #[derive(Debug, Default, Deserialize, IntoParams)]

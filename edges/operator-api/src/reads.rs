@@ -12,7 +12,7 @@ use crate::app::AppState;
 use crate::auth::{Principal, Role};
 use crate::cursor::{limit, Cursor};
 use crate::error::{ApiError, ErrorBody};
-use crate::extract::{Path, Query};
+use crate::extract::{param_id, Path, Query};
 use crate::model::*;
 use crate::query::*;
 
@@ -47,9 +47,11 @@ pub async fn list_jobs(
         sql.push(" AND state = ").push_bind(s.as_str());
     }
     if let Some(c) = &q.contact_id {
+        param_id("contact_id", c)?;
         sql.push(" AND contact_id = ").push_bind(c);
     }
     if let Some(c) = &q.campaign_id {
+        param_id("campaign_id", c)?;
         sql.push(" AND campaign_id = ").push_bind(c);
     }
     if let Some(f) = q.from {
@@ -169,7 +171,7 @@ pub async fn list_exceptions(
     })))
 }
 
-/// Occupancy of the slot grid over a range (at most 7 days of it; see `to` in the answer).
+/// Occupancy of the slot grid over a range of at most 7 days (longer is 400).
 #[utoipa::path(get, path = "/v1/slots", tag = "reads", params(RangeQuery, crate::app::TenantHeader),
     security(("bearer" = [])),
     responses((status = 200, body = Slots), (status = 400, body = ErrorBody),
@@ -180,11 +182,7 @@ pub async fn slots(
     Query(q): Query<RangeQuery>,
 ) -> Result<Json<Slots>, ApiError> {
     principal.require(Role::Viewer)?;
-    // At most 7 days in one answer (the grid has over a thousand slots a day); the answer
-    // says which range it covers, so a client pages on by asking from its `to`.
-    let from = q.from;
-    let to =
-        q.to.min(from.checked_add_signed(MAX_SLOT_RANGE).unwrap_or(q.to));
+    let (from, to) = q.within(MAX_SLOT_RANGE)?;
     let slots: Vec<SlotOccupancy> = sqlx::query_as(
         "SELECT slot, min(slot_at) AS slot_at,
                 count(*) FILTER (WHERE allocated AND NOT cancelled) AS booked,
@@ -246,7 +244,8 @@ pub async fn missing_launches(
     })))
 }
 
-/// Delivery per 10-minute bucket of accepted launches, over a range.
+/// Delivery per 10-minute bucket of accepted launches, over a range of at most 31 days
+/// (longer is 400).
 #[utoipa::path(get, path = "/v1/delivery", tag = "reads", params(RangeQuery, crate::app::TenantHeader),
     security(("bearer" = [])),
     responses((status = 200, body = Vec<DeliveryBucket>), (status = 400, body = ErrorBody),
@@ -257,7 +256,7 @@ pub async fn delivery(
     Query(q): Query<RangeQuery>,
 ) -> Result<Json<Vec<DeliveryBucket>>, ApiError> {
     principal.require(Role::Viewer)?;
-    let (from, to) = (q.from, q.to);
+    let (from, to) = q.within(MAX_DELIVERY_RANGE)?;
     let rows: Vec<(DateTime<Utc>, i64, i64, i64, i64)> = sqlx::query_as(
         "SELECT bucket_start, accepted, delivered, recovered, missing FROM delivery_buckets
          WHERE tenant_id = $1 AND bucket_start >= $2 AND bucket_start < $3 ORDER BY bucket_start",
@@ -289,7 +288,7 @@ pub async fn delivery(
 
 /// Every event of a contact, oldest first, with what happened and why.
 #[utoipa::path(get, path = "/v1/contacts/{contact_id}/timeline", tag = "reads",
-    params(("contact_id" = String, Path, description = "The contact"), PageQuery, crate::app::TenantHeader),
+    params(("contact_id" = String, Path, description = "The contact", max_length = 256, pattern = "^[A-Za-z0-9_:@+=~-]+(\\.[A-Za-z0-9_:@+=~-]+)*$"), PageQuery, crate::app::TenantHeader),
     security(("bearer" = [])),
     responses((status = 200, body = Page<TimelineEntry>), (status = 400, body = ErrorBody),
         (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
@@ -301,6 +300,7 @@ pub async fn timeline(
     Query(q): Query<PageQuery>,
 ) -> Result<Json<Page<TimelineEntry>>, ApiError> {
     principal.require(Role::Viewer)?;
+    param_id("contact_id", &contact_id)?;
     let limit = limit(q.limit)?;
     let cursor = q.cursor.as_deref().map(Cursor::decode).transpose()?;
     let mut sql: QueryBuilder<Postgres> = QueryBuilder::new(

@@ -26,9 +26,16 @@ pub struct RetryNowBody {
     /// The job to retry (one of the contact's); default its latest.
     pub job_id: Option<Uuid>,
     /// The campaign to plan the retry in; default the job's.
+    #[schema(
+        max_length = 256,
+        pattern = "^[A-Za-z0-9_:@+=~-]+(\\.[A-Za-z0-9_:@+=~-]+)*$"
+    )]
     pub campaign_id: Option<String>,
     /// Why (kept on the audit trail).
-    #[schema(max_length = 500)]
+    #[schema(
+        max_length = 500,
+        pattern = "^[^\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F]*$"
+    )]
     pub reason: Option<String>,
 }
 
@@ -43,9 +50,16 @@ pub struct RetryLaterBody {
     /// The job to retry (one of the contact's); default its latest.
     pub job_id: Option<Uuid>,
     /// The campaign to plan the retry in; default the job's.
+    #[schema(
+        max_length = 256,
+        pattern = "^[A-Za-z0-9_:@+=~-]+(\\.[A-Za-z0-9_:@+=~-]+)*$"
+    )]
     pub campaign_id: Option<String>,
     /// Why (kept on the audit trail).
-    #[schema(max_length = 500)]
+    #[schema(
+        max_length = 500,
+        pattern = "^[^\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F]*$"
+    )]
     pub reason: Option<String>,
 }
 
@@ -67,6 +81,9 @@ async fn retry(
 ) -> Answer {
     principal.require(Role::Operator)?;
     let reason = reason_of(r.reason)?;
+    if let Some(campaign) = &r.campaign_id {
+        crate::extract::body_id("campaign_id", campaign)?;
+    }
     contact_exists(state, &principal.tenant_id, contact_id).await?;
     let mut campaign_id = r.campaign_id;
     if let Some(job_id) = r.job_id {
@@ -89,7 +106,7 @@ async fn retry(
 
 /// Plan a call for the contact now (through the scheduler, in its window).
 #[utoipa::path(post, path = "/v1/contacts/{contact_id}/retry-now", tag = "actions",
-    params(("contact_id" = String, Path), WaitParam, crate::app::TenantHeader), request_body(content = RetryNowBody),
+    params(("contact_id" = String, Path, max_length = 256, pattern = "^[A-Za-z0-9_:@+=~-]+(\\.[A-Za-z0-9_:@+=~-]+)*$"), WaitParam, crate::app::TenantHeader), request_body(content = RetryNowBody),
     security(("bearer" = [])),
     responses((status = 202, body = Accepted), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody),
@@ -114,7 +131,7 @@ pub async fn retry_now(
 
 /// Plan a call for the contact at a time.
 #[utoipa::path(post, path = "/v1/contacts/{contact_id}/retry-later", tag = "actions",
-    params(("contact_id" = String, Path), WaitParam, crate::app::TenantHeader), request_body(content = RetryLaterBody),
+    params(("contact_id" = String, Path, max_length = 256, pattern = "^[A-Za-z0-9_:@+=~-]+(\\.[A-Za-z0-9_:@+=~-]+)*$"), WaitParam, crate::app::TenantHeader), request_body(content = RetryLaterBody),
     security(("bearer" = [])),
     responses((status = 202, body = Accepted), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody),

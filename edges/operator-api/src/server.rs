@@ -5,11 +5,9 @@
 use std::future::Future;
 use std::time::Duration;
 
-use axum::http::StatusCode;
 use callstream_platform::http;
 use sqlx::postgres::PgPoolOptions;
 use tokio::net::TcpListener;
-use tower_http::timeout::TimeoutLayer;
 
 use crate::app::{app, AppState};
 use crate::config::OperatorApiConfig;
@@ -55,11 +53,9 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), StartError> {
     let timeout = state.config().request_timeout;
-    let router = app(state.clone()).layer(TimeoutLayer::with_status_code(
-        StatusCode::REQUEST_TIMEOUT,
-        timeout,
-    ));
-    http::serve(listener, router, shutdown, |addr| {
+    let router = callstream_platform::problem::with_request_timeout(app(state.clone()), timeout);
+    let limits = state.config().serve_limits;
+    http::serve(listener, router, limits, shutdown, |addr| {
         tracing::info!(%addr, "operator API listening");
     })
     .await?;

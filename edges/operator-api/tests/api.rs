@@ -312,7 +312,7 @@ async fn errors_roles_and_tenant_isolation() -> Result<()> {
         let (got, value) = call(&env, method, &uri, token, body, &headers).await?;
         assert_eq!(got.as_u16(), status, "{method} {uri}: {value}");
         assert_eq!(value["code"], code, "{method} {uri}: {value}");
-        assert!(value["message"].is_string(), "{method} {uri}: {value}");
+        assert!(value["detail"].is_string(), "{method} {uri}: {value}");
     }
     // Each tenant sees its own jobs only.
     let (_, a) = call(&env, "GET", "/v1/jobs", Some(&viewer), None, &[]).await?;
@@ -443,6 +443,206 @@ async fn actions_put_commands_on_kafka_and_show_in_the_commands_view() -> Result
     Ok(())
 }
 
+/// method, uri, body, expected status, code and refused field.
+type Refusal<'a> = (
+    &'a str,
+    &'a str,
+    Option<Value>,
+    u16,
+    &'a str,
+    Option<&'a str>,
+);
+
+/// Records on `topic` (every partition's high watermark, summed).
+fn records_on(topic: &str) -> Result<i64> {
+    let consumer = callstream_e2e::read_committed_consumer(&callstream_e2e::unique_name("count"))?;
+    let metadata = consumer.fetch_metadata(Some(topic), Duration::from_secs(10))?;
+    let mut total = 0;
+    for t in metadata.topics() {
+        for p in t.partitions() {
+            let (low, high) = consumer.fetch_watermarks(topic, p.id(), Duration::from_secs(10))?;
+            total += high - low;
+        }
+    }
+    Ok(total)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_input_the_views_cannot_store_is_refused_naming_the_field_and_nothing_reaches_kafka(
+) -> Result<()> {
+    let env = setup().await?;
+    let job = Uuid::new_v4();
+    seed(&env, &[plan("ta", "c1", job)], "ta", 1).await?;
+    let admin = create_token(&env.views.db.pool, "ta", Role::Admin, "admin@a")
+        .await?
+        .token;
+    let long = "é".repeat(501);
+    let cases: Vec<Refusal> = vec![
+        (
+            "POST",
+            "/v1/contacts/c1/force-finish",
+            Some(json!({"reason": "done\u{0}"})),
+            422,
+            "unprocessable",
+            Some("reason"),
+        ),
+        (
+            "POST",
+            "/v1/contacts/c1/force-finish",
+            Some(json!({"reason": "\u{1b}[2J"})),
+            422,
+            "unprocessable",
+            Some("reason"),
+        ),
+        (
+            "POST",
+            "/v1/contacts/c1/cancel-future-jobs",
+            Some(json!({"reason": long})),
+            422,
+            "unprocessable",
+            Some("reason"),
+        ),
+        (
+            "POST",
+            "/v1/control/system-pause",
+            Some(json!({"enabled": true, "reason": "a\u{0}b"})),
+            422,
+            "unprocessable",
+            Some("reason"),
+        ),
+        (
+            "POST",
+            "/v1/contacts/c1/retry-now",
+            Some(json!({"campaign_id": "spring 2027"})),
+            422,
+            "unprocessable",
+            Some("campaign_id"),
+        ),
+        (
+            "POST",
+            "/v1/contacts/c1/retry-now",
+            Some(json!({"campaign_id": "a\u{0}"})),
+            422,
+            "unprocessable",
+            Some("campaign_id"),
+        ),
+        (
+            "POST",
+            "/v1/control/campaigns/a%00b/pause",
+            Some(json!({"enabled": true})),
+            400,
+            "bad_request",
+            Some("campaign_id"),
+        ),
+        (
+            "POST",
+            "/v1/control/campaigns/..%2Fx/pause",
+            Some(json!({"enabled": true})),
+            400,
+            "bad_request",
+            Some("campaign_id"),
+        ),
+        (
+            "POST",
+            "/v1/control/campaigns/a%20b/pause",
+            Some(json!({"enabled": true})),
+            400,
+            "bad_request",
+            Some("campaign_id"),
+        ),
+        (
+            "POST",
+            "/v1/contacts/c%001/force-finish",
+            None,
+            400,
+            "bad_request",
+            Some("contact_id"),
+        ),
+        (
+            "POST",
+            "/v1/contacts/a%2F..%2Fb/retry-now",
+            None,
+            400,
+            "bad_request",
+            Some("contact_id"),
+        ),
+        (
+            "GET",
+            "/v1/jobs?contact_id=a%00b",
+            None,
+            400,
+            "bad_request",
+            Some("contact_id"),
+        ),
+        (
+            "GET",
+            "/v1/jobs?campaign_id=%01",
+            None,
+            400,
+            "bad_request",
+            Some("campaign_id"),
+        ),
+        (
+            "GET",
+            "/v1/contacts/c%001/timeline",
+            None,
+            400,
+            "bad_request",
+            Some("contact_id"),
+        ),
+        ("GET", "/v1/jobs?limit=%00", None, 400, "bad_request", None),
+        ("GET", "/v1/jobs?cursor=%00", None, 400, "bad_request", None),
+        ("GET", "/v1/jobs?from=%00", None, 400, "bad_request", None),
+        ("DELETE", "/v1/jobs", None, 405, "method_not_allowed", None),
+        (
+            "PUT",
+            "/v1/control/system-pause",
+            None,
+            405,
+            "method_not_allowed",
+            None,
+        ),
+    ];
+    for (method, uri, body, status, code, field) in cases {
+        let (got, value) = call(&env, method, uri, Some(&admin), body, &[]).await?;
+        assert_eq!(
+            (
+                got.as_u16(),
+                value["code"].as_str(),
+                value["field"].as_str()
+            ),
+            (status, Some(code), field),
+            "{method} {uri}: {value}"
+        );
+        assert_eq!(
+            value["status"], status,
+            "{method} {uri}: the problem repeats the status"
+        );
+        assert_eq!(value["type"], "about:blank", "{method} {uri}");
+        if let Some(field) = field {
+            let detail = value["detail"].as_str().unwrap_or_default();
+            assert!(detail.contains(field), "{method} {uri}: {detail}");
+        }
+    }
+    for topic in [t::CONTACT_COMMANDS, t::CONTROL] {
+        let name = env.views.topics.name(topic);
+        assert_eq!(records_on(&name)?, 0, "nothing reached {name}");
+    }
+    // The longest reason of every allowed character class is taken whole.
+    let reason = format!("tab\tline\r\nünïcödé ✓ 🎉 {}", "x".repeat(470));
+    let (got, value) = call(
+        &env,
+        "POST",
+        "/v1/control/system-pause",
+        Some(&admin),
+        Some(json!({"enabled": true, "reason": reason})),
+        &[],
+    )
+    .await?;
+    assert_eq!(got, StatusCode::ACCEPTED, "{value}");
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_openapi_document_is_3_1_and_covers_every_route() -> Result<()> {
     let env = setup().await?;
@@ -484,6 +684,18 @@ async fn the_openapi_document_is_3_1_and_covers_every_route() -> Result<()> {
         assert!(
             doc["paths"][path][method].is_object(),
             "{method} {path} missing from /openapi.json"
+        );
+        // Every route is behind the address budget: 429 with Retry-After is documented.
+        let too_many = &doc["paths"][path][method]["responses"]["429"];
+        assert!(
+            too_many["headers"]["Retry-After"].is_object(),
+            "{method} {path} does not document 429 with Retry-After"
+        );
+    }
+    for path in ["/v1/delivery", "/v1/slots"] {
+        assert!(
+            doc["paths"][path]["get"]["responses"]["400"].is_object(),
+            "{path} does not document 400 (a range too long)"
         );
     }
     let documented: usize = doc["paths"].as_object().map_or(0, |p| {

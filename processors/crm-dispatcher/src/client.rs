@@ -14,8 +14,13 @@ use serde::Deserialize;
 use crate::request;
 use crate::wire::{CrmRequest, Outcome};
 
-/// Longest error text kept from a CRM answer (it goes into results).
-const MAX_MESSAGE: usize = 300;
+/// Longest error text kept from a CRM answer (it goes into results), in bytes.
+pub const MAX_MESSAGE: usize = 300;
+
+/// Longest `Retry-After` honoured (one hour): a CRM asking for more still
+/// waits that long, and the retry bound still ends the command; a larger
+/// value would hold every request of the token back for good.
+pub const MAX_RETRY_AFTER_MS: u64 = 3_600_000;
 
 /// A pooled HTTP client for one CRM base URL.
 #[derive(Debug, Clone)]
@@ -67,7 +72,17 @@ impl CrmClient {
 
     /// Sends `request` once and says what came of it.
     pub async fn send(&self, token: &str, request: &CrmRequest) -> Outcome {
-        let (method, path) = request.method_and_path();
+        let (method, path) = match request.method_and_path() {
+            Ok(method_and_path) => method_and_path,
+            // A permanent refusal of our own, like the CRM's 400 would be.
+            Err(e) => {
+                return Outcome::Refused {
+                    status: 400,
+                    retry_after_ms: None,
+                    message: truncated(format!("{e}; nothing was sent"), MAX_MESSAGE),
+                }
+            }
+        };
         let url = format!("{}{path}", self.base_url);
         let builder = match method {
             "PATCH" => self.http.patch(url),
@@ -83,12 +98,12 @@ impl CrmClient {
             Err(error) => return transport_outcome(&error),
         };
         let status = response.status().as_u16();
-        let retry_after_ms = retry_after(response.headers());
+        let headers = response.headers().clone();
         let bytes = match response.bytes().await {
             Ok(bytes) => bytes,
             Err(error) => return transport_outcome(&error),
         };
-        classify(request, status, retry_after_ms, &bytes)
+        answer(request, status, &headers, &bytes)
     }
 }
 
@@ -101,7 +116,7 @@ fn transport_outcome(error: &reqwest::Error) -> Outcome {
         message = format!("{message}: {cause}");
         source = cause.source();
     }
-    message.truncate(MAX_MESSAGE);
+    let message = truncated(message, MAX_MESSAGE);
     if error.is_connect() {
         Outcome::Unreachable { message }
     } else {
@@ -109,14 +124,40 @@ fn transport_outcome(error: &reqwest::Error) -> Outcome {
     }
 }
 
-/// `Retry-After` in seconds (HubSpot's form), as ms.
+/// `text` cut to at most `max` bytes, at a character boundary (a plain
+/// `String::truncate` panics inside a multi-byte character).
+pub fn truncated(mut text: String, max: usize) -> String {
+    if text.len() > max {
+        let mut at = max;
+        // Index 0 is always a boundary, so this ends.
+        while !text.is_char_boundary(at) {
+            at -= 1;
+        }
+        text.truncate(at);
+    }
+    text
+}
+
+/// `Retry-After` in seconds (HubSpot's form), as ms, at most
+/// [`MAX_RETRY_AFTER_MS`]. Anything else (a date, a negative or
+/// non-finite number, bytes that are not text) is ignored.
 fn retry_after(headers: &HeaderMap) -> Option<u64> {
     let value = headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
     let seconds: f64 = value.parse().ok()?;
-    (seconds.is_finite() && seconds >= 0.0).then(|| (seconds * 1000.0).ceil() as u64)
+    // The cap comes first, so the product is small and the cast exact.
+    (seconds.is_finite() && seconds >= 0.0)
+        .then(|| (seconds.min(MAX_RETRY_AFTER_MS as f64 / 1000.0) * 1000.0).ceil() as u64)
 }
 
-/// What an HTTP answer means for `request`.
+/// What an HTTP answer (status, headers, body) means for `request`: the
+/// whole classification [`CrmClient::send`] applies once the body is read.
+/// Any input gives an outcome, never a panic (the fuzz target
+/// `crm_answer` holds it to that).
+pub fn answer(request: &CrmRequest, status: u16, headers: &HeaderMap, body: &[u8]) -> Outcome {
+    classify(request, status, retry_after(headers), body)
+}
+
+/// What an HTTP answer means for `request`, `Retry-After` already read.
 pub fn classify(
     request: &CrmRequest,
     status: u16,
@@ -125,14 +166,13 @@ pub fn classify(
 ) -> Outcome {
     if !(200..300).contains(&status) {
         let answer: Option<ErrorAnswer> = serde_json::from_slice(body).ok();
-        let mut message = answer
+        let message = answer
             .and_then(|a| a.message.or(a.category))
             .unwrap_or_else(|| format!("HTTP {status}"));
-        message.truncate(MAX_MESSAGE);
         return Outcome::Refused {
             status,
             retry_after_ms,
-            message,
+            message: truncated(message, MAX_MESSAGE),
         };
     }
     match request {
@@ -257,12 +297,53 @@ mod tests {
     }
 
     #[test]
+    fn truncation_never_splits_a_character() {
+        // "é" is 2 bytes, "€" 3, "😀" 4: each straddles byte 300 here.
+        for (pad, ch) in [(299, "é"), (299, "€"), (298, "€"), (297, "😀"), (299, "😀")] {
+            let text = format!("{}{ch}{ch}", "a".repeat(pad));
+            let cut = truncated(text.clone(), 300);
+            assert!(cut.len() <= 300, "{pad} {ch}: {} bytes", cut.len());
+            assert!(text.starts_with(&cut));
+            assert_eq!(cut.trim_start_matches('a').len() % ch.len(), 0);
+            // Nothing more than the split character is dropped.
+            assert!(
+                cut.len() > 300 - ch.len(),
+                "{pad} {ch}: {} bytes",
+                cut.len()
+            );
+        }
+        assert_eq!(truncated("short".into(), 300), "short");
+        assert_eq!(truncated("ab€".into(), 3), "ab");
+        assert_eq!(truncated("€".into(), 0), "");
+    }
+
+    #[test]
+    fn an_error_message_with_a_multi_byte_character_at_the_limit_is_cut_before_it() {
+        let message = format!("{}€ tail", "x".repeat(299));
+        let body = serde_json::json!({ "message": message }).to_string();
+        let Outcome::Refused { message, .. } = classify(&create(), 400, None, body.as_bytes())
+        else {
+            panic!("a 400 is a refusal");
+        };
+        assert_eq!(message, "x".repeat(299));
+    }
+
+    #[test]
     fn retry_after_reads_seconds() {
         let cases = [
             ("2", Some(2000)),
             ("0.5", Some(500)),
             ("soon", None),
             ("-1", None),
+            ("-0.5", None),
+            ("NaN", None),
+            ("inf", None),
+            ("1e400", None),
+            ("Wed, 21 Oct 2015 07:28:00 GMT", None),
+            ("1e30", Some(MAX_RETRY_AFTER_MS)),
+            ("18446744073709551616", Some(MAX_RETRY_AFTER_MS)),
+            ("3600.0001", Some(MAX_RETRY_AFTER_MS)),
+            (" 1 ", Some(1000)),
         ];
         for (value, want) in cases {
             let mut headers = HeaderMap::new();

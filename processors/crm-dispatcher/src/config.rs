@@ -13,6 +13,7 @@ use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::time::Duration;
 
+use callstream_platform::settings::{check_secret, SecretKind};
 use callstream_platform::{SettingError, Settings, Topics};
 
 use crate::backoff::RetryPolicy;
@@ -247,10 +248,25 @@ impl CrmDispatcherConfig {
             .unwrap_or_else(|| "https://api.hubapi.com".into());
         let tenant_tokens =
             settings.pairs("CALLSTREAM_CRM_TENANT_TOKENS", "expected tenant=token")?;
-        let default_token = match tenant_tokens {
+        let default_token = match &tenant_tokens {
             Some(_) => settings.get("CALLSTREAM_CRM_TOKEN").unwrap_or_default(),
             None => settings.required("CALLSTREAM_CRM_TOKEN")?,
         };
+        // The CRM issues its tokens: only a placeholder left from example.env is refused.
+        check_secret(
+            "CALLSTREAM_CRM_TOKEN",
+            default_token.as_bytes(),
+            SecretKind::Credential,
+        )
+        .map_err(SettingError::from)?;
+        for (tenant, token) in tenant_tokens.iter().flatten() {
+            check_secret(
+                &format!("CALLSTREAM_CRM_TENANT_TOKENS (tenant {tenant})"),
+                token.as_bytes(),
+                SecretKind::Credential,
+            )
+            .map_err(SettingError::from)?;
+        }
         let mut config = Self::new(topics, base, default_token);
         config.tenant_tokens = tenant_tokens.unwrap_or_default();
         if let Some(name) = settings.get("CALLSTREAM_CRM_SERVICE_NAME") {

@@ -105,6 +105,17 @@ fn bad_settings_are_refused_with_their_name() {
             ],
             "CALLSTREAM_CRM_CONNECT_TIMEOUT_MS",
         ),
+        (
+            &[("CALLSTREAM_CRM_TOKEN", "change-me")],
+            "CALLSTREAM_CRM_TOKEN",
+        ),
+        (
+            &[
+                ("CALLSTREAM_CRM_TOKEN", "t"),
+                ("CALLSTREAM_CRM_TENANT_TOKENS", "t1=pat-change-me"),
+            ],
+            "CALLSTREAM_CRM_TENANT_TOKENS (tenant t1)",
+        ),
     ];
     for (pairs, name) in cases {
         let error = CrmDispatcherConfig::from_lookup(Topics::default(), lookup(pairs)).unwrap_err();

@@ -94,22 +94,36 @@ impl CrmEffects {
             return Outcome::Expired;
         }
         let outcome = inner.client.send(token, &call.request).await;
-        if let Outcome::Refused {
-            status: 429,
-            retry_after_ms,
-            ..
-        } = &outcome
-        {
-            // Without Retry-After, one period of the CRM's window is a fair guess.
-            let wait = retry_after_ms
-                .map(Duration::from_millis)
-                .unwrap_or(inner.config.rate_limit.window / 10);
-            inner.limiters.pause(token, wait);
-            tracing::warn!(tenant = %call.tenant_id, wait_ms = wait.as_millis() as u64,
+        // Without Retry-After, one period of the CRM's window is a fair guess.
+        let fallback = inner.config.rate_limit.window / 10;
+        if let Some(wait) = hold_back(&inner.limiters, token, &outcome, fallback) {
+            tracing::warn!(tenant = %call.tenant_id, wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
                 "CRM rate limit hit; holding this token's requests back");
         }
         outcome
     }
+}
+
+/// After a `429`, holds `token`'s requests back for the CRM's `Retry-After`
+/// (`fallback` without one) and says for how long; any other outcome holds
+/// nothing back.
+pub fn hold_back(
+    limiters: &Limiters,
+    token: &str,
+    outcome: &Outcome,
+    fallback: Duration,
+) -> Option<Duration> {
+    let Outcome::Refused {
+        status: 429,
+        retry_after_ms,
+        ..
+    } = outcome
+    else {
+        return None;
+    };
+    let wait = retry_after_ms.map_or(fallback, Duration::from_millis);
+    limiters.pause(token, wait);
+    Some(wait)
 }
 
 impl EffectHandler for CrmEffects {

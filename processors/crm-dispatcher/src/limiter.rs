@@ -70,10 +70,14 @@ impl Limiters {
         let paused_until = limit.paused_until.load(Ordering::Relaxed);
         let now = self.since_epoch_ms(Instant::now());
         if paused_until > now {
-            let resume = self.epoch + Duration::from_millis(paused_until);
-            if resume > deadline {
+            // A time past what `Instant` can hold is after any deadline.
+            let resume = self
+                .epoch
+                .checked_add(Duration::from_millis(paused_until))
+                .filter(|resume| *resume <= deadline);
+            let Some(resume) = resume else {
                 return false;
-            }
+            };
             tokio::time::sleep_until(resume.into()).await;
         }
         match &limit.gcra {
@@ -92,7 +96,11 @@ impl Limiters {
 
     /// The CRM refused with `Retry-After`: hold `token` back until then.
     pub fn pause(&self, token: &str, retry_after: Duration) {
-        let until = self.since_epoch_ms(Instant::now() + retry_after);
+        // `Instant + Duration` panics past what `Instant` can hold; such a
+        // wait is "for good" (u64::MAX ms), which `acquire` understands.
+        let until = Instant::now()
+            .checked_add(retry_after)
+            .map_or(u64::MAX, |at| self.since_epoch_ms(at));
         self.token(token)
             .paused_until
             .fetch_max(until, Ordering::Relaxed);
@@ -182,6 +190,21 @@ mod tests {
                 .await
         );
         assert!(started.elapsed() >= Duration::from_millis(290));
+    }
+
+    #[tokio::test]
+    async fn a_retry_after_too_large_for_the_clock_holds_back_without_panicking() {
+        let limiters = Limiters::new(
+            RateLimit {
+                max_requests: 0,
+                ..RateLimit::default()
+            },
+            ["a"],
+        );
+        limiters.pause("a", Duration::MAX);
+        limiters.pause("a", Duration::from_millis(u64::MAX));
+        let deadline = Instant::now() + Duration::from_millis(50);
+        assert!(!limiters.acquire("a", deadline).await);
     }
 
     #[tokio::test]

@@ -9,6 +9,7 @@
 
 use std::collections::BTreeMap;
 
+use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use serde::{Deserialize, Serialize};
 
 /// One request to the CRM, with the time after which it must not be sent.
@@ -42,25 +43,62 @@ pub enum CrmRequest {
     Search { object_type: String, op_id: String },
 }
 
+/// A path segment keeps only RFC 3986's unreserved characters as they are;
+/// everything else (`/`, `?`, `#`, `%`, `\`, spaces, controls, non-ASCII) is
+/// percent-encoded, so data from a command is always exactly one segment.
+const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
+/// A value that cannot be one URL path segment: empty, `.` or `..` (URL
+/// parsers resolve dot segments, encoded or not, so the request would go
+/// to another resource).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the CRM {what} {value:?} cannot be a URL path segment")]
+pub struct Unaddressable {
+    pub what: &'static str,
+    pub value: String,
+}
+
+/// `value` as one percent-encoded path segment.
+pub fn segment(what: &'static str, value: &str) -> Result<String, Unaddressable> {
+    if matches!(value, "" | "." | "..") {
+        return Err(Unaddressable {
+            what,
+            value: value.to_owned(),
+        });
+    }
+    Ok(utf8_percent_encode(value, SEGMENT).to_string())
+}
+
 impl CrmRequest {
-    /// The HTTP method and path, relative to the base URL.
-    pub fn method_and_path(&self) -> (&'static str, String) {
-        match self {
+    /// The HTTP method and path, relative to the base URL, with every
+    /// segment that comes from data percent-encoded.
+    pub fn method_and_path(&self) -> Result<(&'static str, String), Unaddressable> {
+        Ok(match self {
             CrmRequest::Create { object_type, .. } => {
+                let object_type = segment("object type", object_type)?;
                 ("POST", format!("/crm/v3/objects/{object_type}"))
             }
             CrmRequest::Update {
                 object_type,
                 object_id,
                 ..
-            } => (
-                "PATCH",
-                format!("/crm/v3/objects/{object_type}/{object_id}"),
-            ),
+            } => {
+                let object_type = segment("object type", object_type)?;
+                let object_id = segment("object id", object_id)?;
+                (
+                    "PATCH",
+                    format!("/crm/v3/objects/{object_type}/{object_id}"),
+                )
+            }
             CrmRequest::Search { object_type, .. } => {
+                let object_type = segment("object type", object_type)?;
                 ("POST", format!("/crm/v3/objects/{object_type}/search"))
             }
-        }
+        })
     }
 
     /// Whether this request writes (the write switch and shadow mode apply).
@@ -192,6 +230,45 @@ mod tests {
         let id = effect_id("4b1d0c9e-0000-4000-8000-000000000001", 17);
         assert_eq!(token_of(&id), Some(17));
         assert_eq!(token_of("no-token"), None);
+    }
+
+    #[test]
+    fn data_in_a_path_is_always_exactly_one_segment() {
+        let cases = [
+            ("123/../456", "123%2F..%2F456"),
+            ("a?b", "a%3Fb"),
+            ("a#b", "a%23b"),
+            ("%2F", "%252F"),
+            ("a b\\c", "a%20b%5Cc"),
+            ("\u{1}", "%01"),
+            ("Zoë", "Zo%C3%AB"),
+            ("c-1.x_y~z", "c-1.x_y~z"),
+            ("...", "..."),
+        ];
+        for (id, want) in cases {
+            let request = CrmRequest::Update {
+                object_type: "contacts".into(),
+                object_id: id.into(),
+                properties: BTreeMap::new(),
+            };
+            assert_eq!(
+                request.method_and_path(),
+                Ok(("PATCH", format!("/crm/v3/objects/contacts/{want}"))),
+                "{id:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_id_that_cannot_be_a_segment_is_refused() {
+        for id in ["", ".", ".."] {
+            let request = CrmRequest::Update {
+                object_type: "contacts".into(),
+                object_id: id.into(),
+                properties: BTreeMap::new(),
+            };
+            assert!(request.method_and_path().is_err(), "{id:?}");
+        }
     }
 
     #[test]

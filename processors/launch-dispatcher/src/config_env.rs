@@ -2,6 +2,7 @@
 //! of the same names (tests pass a map): every setting, the topic settings
 //! included, comes from the one lookup.
 
+use callstream_platform::settings::SecretKind;
 use callstream_platform::{SettingError, Settings};
 
 use super::{ConfigError, DispatchPolicy, DispatcherConfig, Instructions};
@@ -27,8 +28,8 @@ impl DispatcherConfig {
             settings
                 .get("TWILIO_API_BASE_URL")
                 .unwrap_or_else(|| "https://api.twilio.com".into()),
-            settings.required("TWILIO_ACCOUNT_SID")?,
-            settings.required("TWILIO_AUTH_TOKEN")?,
+            settings.secret("TWILIO_ACCOUNT_SID", SecretKind::Credential)?,
+            settings.secret("TWILIO_AUTH_TOKEN", SecretKind::Credential)?,
             callback,
         );
         config.twilio.default_from = settings.non_empty("TWILIO_FROM_NUMBER");

@@ -126,3 +126,20 @@ fn topic_settings_come_from_the_lookup_not_the_process_environment() {
     let defaults = DispatcherConfig::from_lookup(lookup(BASE)).unwrap();
     assert_eq!(defaults.topics, Topics::default());
 }
+
+#[test]
+fn a_placeholder_twilio_credential_is_refused_by_name_without_its_value() {
+    for (name, value) in [
+        ("TWILIO_ACCOUNT_SID", "ACchange-me"),
+        ("TWILIO_AUTH_TOKEN", "change-me"),
+    ] {
+        let mut vars: Vec<(&str, &str)> =
+            BASE.iter().copied().filter(|(n, _)| *n != name).collect();
+        vars.push((name, value));
+        let error = DispatcherConfig::from_lookup(lookup(&vars))
+            .unwrap_err()
+            .to_string();
+        assert!(error.starts_with(name), "{error}");
+        assert!(!error.contains(value), "{error}");
+    }
+}

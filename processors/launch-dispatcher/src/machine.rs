@@ -372,7 +372,8 @@ fn refusal(launch: &Launch, env: &Env<'_>) -> Option<(&'static str, Option<Strin
             ));
         }
     }
-    if !is_e164(&launch.to) {
+    // The edges accept nothing else; this is the last hop's own check, the same rule.
+    if !callstream_domain::input::is_e164(&launch.to) {
         return Some(("invalid_number", Some("to_number is not E.164".into())));
     }
     if launch.from.is_none() && !env.has_default_from {
@@ -403,13 +404,6 @@ fn hold(launch: &Launch, env: &Env<'_>) -> Option<(&'static str, String)> {
         ));
     }
     None
-}
-
-/// `+` and 8 to 15 digits, as E.164 allows.
-pub fn is_e164(number: &str) -> bool {
-    number
-        .strip_prefix('+')
-        .is_some_and(|d| (8..=15).contains(&d.len()) && d.bytes().all(|b| b.is_ascii_digit()))
 }
 
 fn gave_up(attempts: u32, reason: &str, detail: Option<&str>) -> String {

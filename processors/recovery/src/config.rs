@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use callstream_platform::settings::SecretKind;
 use callstream_platform::{SettingError, Settings, Topics};
 use thiserror::Error;
 
@@ -99,8 +100,8 @@ impl RecoveryConfig {
                 .unwrap_or_else(|| "https://api.twilio.com".into())
                 .trim_end_matches('/')
                 .to_string(),
-            account_sid: settings.required("TWILIO_ACCOUNT_SID")?,
-            auth_token: settings.required("TWILIO_AUTH_TOKEN")?,
+            account_sid: settings.secret("TWILIO_ACCOUNT_SID", SecretKind::Credential)?,
+            auth_token: settings.secret("TWILIO_AUTH_TOKEN", SecretKind::Credential)?,
         };
         let mut c = Self::new(topics, twilio);
         let number = |name, default| settings.number(name, default);
@@ -249,6 +250,23 @@ mod tests {
             error.to_string().contains("CALLSTREAM_TOPIC_PARTITIONS"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn a_placeholder_credential_is_refused_by_name_without_its_value() {
+        for (name, value) in [
+            ("TWILIO_ACCOUNT_SID", "ACchange-me"),
+            ("TWILIO_AUTH_TOKEN", "change-me"),
+        ] {
+            let mut pairs = vec![("TWILIO_ACCOUNT_SID", "AC1"), ("TWILIO_AUTH_TOKEN", "tok")];
+            pairs.retain(|(n, _)| *n != name);
+            pairs.push((name, value));
+            let error = RecoveryConfig::from_lookup(lookup(&pairs))
+                .unwrap_err()
+                .to_string();
+            assert!(error.starts_with(name), "{error}");
+            assert!(!error.contains(value), "{error}");
+        }
     }
 
     #[test]

@@ -38,9 +38,15 @@ pub async fn serve_state(
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), StartError> {
-    http::serve(listener, app(state), shutdown, |addr| {
-        tracing::info!(%addr, "voice simulator listening");
-    })
+    http::serve(
+        listener,
+        app(state),
+        http::ServeLimits::default(),
+        shutdown,
+        |addr| {
+            tracing::info!(%addr, "voice simulator listening");
+        },
+    )
     .await?;
     tracing::info!("voice simulator stopped");
     Ok(())

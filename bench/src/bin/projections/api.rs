@@ -113,7 +113,10 @@ pub fn measure(
         let token = create_token(&db.pool, TENANT, Role::Viewer, "bench")
             .await
             .context("creating a viewer token")?;
-        let config = OperatorApiConfig::new(db.url.clone(), settings.clone(), topics.clone());
+        let mut config = OperatorApiConfig::new(db.url.clone(), settings.clone(), topics.clone());
+        // It measures the API, not its brakes: one token at full concurrency.
+        config.per_token.per_minute = 0;
+        config.per_address.per_minute = 0;
         let api = state(&config).context("starting the operator API")?;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let base_url = format!("http://{}/v1/jobs", listener.local_addr()?);

@@ -7,15 +7,24 @@
 //! the last field (the body) taking the rest, newlines included; a field
 //! that is absent is a header that was not sent.
 //!
+//! The two webhook targets also send each input through the router's own
+//! webhook path ([`check_webhook`]: content type, size, signature, rate
+//! budget, parse, encode, everything up to the Kafka produce, which needs a
+//! broker and is left out) and check that it agrees with the provider's
+//! steps run one by one.
+//!
 //! This file is compiled twice: as the fuzz crate's library (for the
 //! libFuzzer targets, on nightly) and as a module of the gateway's
 //! `fuzz_corpus` test (on stable), so both exercise the same code.
 
+use std::sync::LazyLock;
 use std::time::Duration;
 
-use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::body::Body;
+use axum::http::{header, HeaderMap, HeaderValue, Request, StatusCode};
 use base64::Engine as _;
 use callstream_domain::ids;
+use callstream_gateway::app::{check_webhook, limiter, Ready};
 use callstream_gateway::codec::{AvroCodec, EventCodec};
 use callstream_gateway::config::{IntegrationConfig, RateLimit};
 use callstream_gateway::error::ApiError;
@@ -38,6 +47,16 @@ const DEFAULT_BASE: &str = "https://gw.example.com";
 const FALLBACK_WHSEC: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 const TENANT: &str = "acme";
 
+/// Runs the router's async webhook path; nothing in it waits on I/O (the
+/// body is in memory), so one current-thread runtime serves every input.
+static RUNTIME: LazyLock<tokio::runtime::Runtime> =
+    LazyLock::new(
+        || match tokio::runtime::Builder::new_current_thread().build() {
+            Ok(runtime) => runtime,
+            Err(e) => panic!("cannot start the harness's runtime: {e}"),
+        },
+    );
+
 /// How far an input got, so the corpus replay can check that its seeds
 /// still reach the interesting paths (a format change that made every seed
 /// fail early would otherwise go unnoticed).
@@ -47,6 +66,8 @@ pub struct Reached {
     pub verified: bool,
     /// The body parsed into an event or command (and encoded).
     pub parsed: bool,
+    /// The router's webhook path accepted it, up to the Kafka produce.
+    pub routed: bool,
 }
 
 /// Splits `data` into `N` fields at the first `N - 1` newlines; the last
@@ -131,6 +152,122 @@ fn assert_sound_event(draft: &CallEventDraft) {
     }
 }
 
+/// `body` posted to `path_and_query` with `headers` and `content_type`,
+/// through the router's webhook checks with a body limit of `limit`.
+/// `None` if no HTTP request can carry that path (the router never sees it).
+fn route(
+    provider: &dyn Provider,
+    integration: &IntegrationConfig,
+    path_and_query: &str,
+    headers: &HeaderMap,
+    content_type: &'static str,
+    body: &[u8],
+    limit: usize,
+) -> Option<Result<Ready, ApiError>> {
+    let mut request = Request::post(path_and_query)
+        .body(Body::from(body.to_vec()))
+        .ok()?;
+    // The URI parser may read a string as something other than a path.
+    if request.uri().path_and_query().map(|p| p.as_str()) != Some(path_and_query) {
+        return None;
+    }
+    let sent = request.headers_mut();
+    sent.extend(headers.clone());
+    sent.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    sent.insert(header::CONTENT_LENGTH, HeaderValue::from(body.len()));
+    // A fresh budget: one request never exhausts it.
+    let budget = limiter(RateLimit::default());
+    Some(RUNTIME.block_on(check_webhook(
+        provider,
+        integration,
+        &budget,
+        &AvroCodec,
+        limit,
+        request,
+    )))
+}
+
+/// The router's webhook path agrees with the provider's steps: accepted
+/// exactly when verified and parsed, with the same event id and the
+/// contact as key; refused for the reason the first failing step gives;
+/// refused for a wrong content type or a body over the limit, whatever
+/// else the request holds.
+#[allow(clippy::too_many_arguments)]
+fn check_route(
+    provider: &dyn Provider,
+    integration: &IntegrationConfig,
+    path_and_query: &str,
+    headers: &HeaderMap,
+    content_types: [&'static str; 2],
+    body: &[u8],
+    verified: bool,
+    parsed: &Result<CallEventDraft, ApiError>,
+) -> bool {
+    let mut accepted = false;
+    for content_type in content_types {
+        let Some(routed) = route(
+            provider,
+            integration,
+            path_and_query,
+            headers,
+            content_type,
+            body,
+            body.len(),
+        ) else {
+            return false;
+        };
+        match (&routed, verified, parsed) {
+            (Ok(ready), true, Ok(draft)) => {
+                assert_eq!(ready.event_id, draft.event_id, "the route's event id");
+                assert_eq!(ready.key, draft.contact_id, "the route's record key");
+                accepted = true;
+            }
+            (Err(e), false, _) => {
+                assert_eq!(e.status(), StatusCode::UNAUTHORIZED, "unsigned: {e:?}");
+            }
+            (Err(e), true, Err(_)) => assert_client_error(e),
+            (routed, verified, parsed) => panic!(
+                "the route ({:?}) disagrees with verify ({verified}) and parse ({:?})",
+                routed.as_ref().map(|r| r.event_id),
+                parsed.as_ref().map(|d| d.event_id)
+            ),
+        }
+    }
+    let wrong = route(
+        provider,
+        integration,
+        path_and_query,
+        headers,
+        "text/plain",
+        body,
+        body.len(),
+    );
+    if let Some(wrong) = wrong {
+        assert!(
+            matches!(wrong, Err(ApiError::WrongContentType { .. })),
+            "a text/plain body got past the content type check"
+        );
+    }
+    if let Some(limit) = body.len().checked_sub(1) {
+        let over = route(
+            provider,
+            integration,
+            path_and_query,
+            headers,
+            content_types[0],
+            body,
+            limit,
+        );
+        if let Some(over) = over {
+            assert!(
+                matches!(over, Err(ApiError::TooLarge { .. })),
+                "a body over the limit got past the size check"
+            );
+        }
+    }
+    accepted
+}
+
 /// Twilio: `url \n X-Twilio-Signature \n auth token \n form body`.
 pub fn twilio_webhook(data: &[u8]) -> Reached {
     let [url, signature, token, body] = fields::<4>(data);
@@ -198,7 +335,21 @@ pub fn twilio_webhook(data: &[u8]) -> Reached {
         };
         provider.parse(&inbound, verified)
     };
-    match parse() {
+    let parsed = parse();
+    let routed = check_route(
+        &provider,
+        &integration,
+        path_and_query,
+        &headers,
+        [
+            "application/x-www-form-urlencoded",
+            "Application/X-WWW-Form-Urlencoded; charset=utf-8",
+        ],
+        body,
+        verified,
+        &parsed,
+    );
+    match parsed {
         Ok(draft) => {
             assert_sound_event(&draft);
             assert_eq!(
@@ -209,6 +360,7 @@ pub fn twilio_webhook(data: &[u8]) -> Reached {
             Reached {
                 verified,
                 parsed: true,
+                routed,
             }
         }
         Err(e) => {
@@ -216,6 +368,7 @@ pub fn twilio_webhook(data: &[u8]) -> Reached {
             Reached {
                 verified,
                 parsed: false,
+                routed,
             }
         }
     }
@@ -332,13 +485,25 @@ pub fn standard_webhook(data: &[u8]) -> Reached {
         };
         provider.parse(&inbound, verified)
     };
-    match parse() {
+    let parsed = parse();
+    let routed = check_route(
+        &provider,
+        &integration,
+        "/v1/webhooks/json/fuzz",
+        &headers,
+        ["application/json", "APPLICATION/JSON ; charset=UTF-8"],
+        body,
+        verified,
+        &parsed,
+    );
+    match parsed {
         Ok(draft) => {
             assert_sound_event(&draft);
             assert_eq!(parse().map(|d| d.event_id), Ok(draft.event_id));
             Reached {
                 verified,
                 parsed: true,
+                routed,
             }
         }
         Err(e) => {
@@ -346,6 +511,7 @@ pub fn standard_webhook(data: &[u8]) -> Reached {
             Reached {
                 verified,
                 parsed: false,
+                routed,
             }
         }
     }
@@ -379,6 +545,7 @@ pub fn launch_request(data: &[u8]) -> Reached {
             Reached {
                 verified,
                 parsed: true,
+                routed: false,
             }
         }
         Err(e) => {
@@ -386,6 +553,7 @@ pub fn launch_request(data: &[u8]) -> Reached {
             Reached {
                 verified,
                 parsed: false,
+                routed: false,
             }
         }
     }

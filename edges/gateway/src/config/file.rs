@@ -7,6 +7,7 @@ use std::num::NonZeroU32;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use callstream_platform::settings::{check_secret, SecretKind};
 use callstream_platform::{KafkaSettings, Topics};
 use serde::Deserialize;
 
@@ -60,6 +61,29 @@ impl SecretSource {
             Self::Sha256(_) => Err(invalid("a sha256 source is only valid for tokens".into())),
         }
     }
+
+    /// Reads the secret and holds it to `kind`'s rules ([`check_secret`]); a refusal
+    /// names `owner` (the integration or tenant) and the variable or file, not the value.
+    fn read_checked(
+        &self,
+        env: &dyn Lookup,
+        owner: &str,
+        kind: SecretKind,
+    ) -> Result<String, ConfigError> {
+        let text = self.read(env)?;
+        check_secret(&self.label(), text.as_bytes(), kind)
+            .map_err(|weak| invalid(format!("{owner}: {weak}")))?;
+        Ok(text)
+    }
+
+    /// The name a refusal uses: the variable, or the file.
+    fn label(&self) -> String {
+        match self {
+            Self::Env(name) => name.clone(),
+            Self::File(path) => format!("secret file {}", path.display()),
+            Self::Sha256(_) => "sha256".into(),
+        }
+    }
 }
 
 /// The config file's shape (TOML).
@@ -76,6 +100,9 @@ pub struct FileConfig {
     pub readiness_timeout_ms: Option<u64>,
     pub flush_timeout_ms: Option<u64>,
     pub request_timeout_ms: Option<u64>,
+    pub header_read_timeout_ms: Option<u64>,
+    pub idle_timeout_ms: Option<u64>,
+    pub max_connections: Option<usize>,
     #[serde(default)]
     pub integrations: Vec<FileIntegration>,
     #[serde(default)]
@@ -151,6 +178,12 @@ impl FileConfig {
             .map_or(config.readiness_timeout, ms);
         config.flush_timeout = self.flush_timeout_ms.map_or(config.flush_timeout, ms);
         config.request_timeout = self.request_timeout_ms.map_or(config.request_timeout, ms);
+        let limits = &mut config.serve_limits;
+        limits.header_read_timeout = self
+            .header_read_timeout_ms
+            .map_or(limits.header_read_timeout, ms);
+        limits.idle_timeout = self.idle_timeout_ms.map_or(limits.idle_timeout, ms);
+        limits.max_connections = self.max_connections.unwrap_or(limits.max_connections);
 
         for i in self.integrations {
             let provider = ProviderKind::from_name(&i.provider).ok_or_else(|| {
@@ -159,13 +192,26 @@ impl FileConfig {
                     i.id, i.provider
                 ))
             })?;
+            let owner = format!("integration {:?}", i.id);
             let mut secrets = Vec::with_capacity(i.secrets.len());
             for source in &i.secrets {
-                let text = source.read(env)?;
                 secrets.push(match provider {
-                    ProviderKind::Twilio => Secret::new(text.into_bytes()),
-                    ProviderKind::Json => standard_webhooks::decode_secret(&text)
-                        .map_err(|e| invalid(format!("integration {:?}: {e}", i.id)))?,
+                    // The auth token is the HMAC key Twilio signs callbacks with.
+                    ProviderKind::Twilio => Secret::new(
+                        source
+                            .read_checked(env, &owner, SecretKind::Key)?
+                            .into_bytes(),
+                    ),
+                    // `whsec_` plus base64 is long whatever the key: the decoded key is
+                    // what must be long enough.
+                    ProviderKind::Json => {
+                        let text = source.read_checked(env, &owner, SecretKind::Credential)?;
+                        let key = standard_webhooks::decode_secret(&text)
+                            .map_err(|e| invalid(format!("{owner}: {e}")))?;
+                        check_secret(&source.label(), key.expose(), SecretKind::Key)
+                            .map_err(|weak| invalid(format!("{owner}: {weak}")))?;
+                        key
+                    }
                 });
             }
             config.integrations.push(IntegrationConfig {
@@ -186,7 +232,11 @@ impl FileConfig {
                             t.tenant
                         ))
                     })?,
-                    other => hash_token(other.read(env)?.as_bytes()),
+                    other => hash_token(
+                        other
+                            .read_checked(env, &format!("tenant {:?}", t.tenant), SecretKind::Key)?
+                            .as_bytes(),
+                    ),
                 });
             }
             config.tenants.push(TenantConfig {

@@ -12,6 +12,7 @@ use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use callstream_platform::http::ServeLimits;
 use callstream_platform::{KafkaSettings, Topics};
 use sha2::{Digest, Sha256};
 
@@ -61,6 +62,17 @@ pub struct GatewayConfig {
     /// Longest a whole request may take, slow uploads included; then 408
     /// (file `request_timeout_ms`, default 15000; keep it above `produce_timeout`).
     pub request_timeout: Duration,
+    /// What one client may hold of the server (see `callstream_platform::http`):
+    /// - `header_read_timeout`: a request head must arrive within this of its first byte,
+    ///   or the connection is closed unanswered (`CALLSTREAM_GATEWAY_HEADER_READ_TIMEOUT_MS`,
+    ///   file `header_read_timeout_ms`, default 10000);
+    /// - `idle_timeout`: a connection with no request (new, or kept alive after an answer)
+    ///   is closed after this (`CALLSTREAM_GATEWAY_IDLE_TIMEOUT_MS`, file
+    ///   `idle_timeout_ms`, default 60000);
+    /// - `max_connections`: open connections at most; more wait in the listen backlog
+    ///   until one closes (`CALLSTREAM_GATEWAY_MAX_CONNECTIONS`, file `max_connections`,
+    ///   default 1024).
+    pub serve_limits: ServeLimits,
     /// The webhook integrations (file `[[integrations]]`).
     pub integrations: Vec<IntegrationConfig>,
     /// The tenants allowed to post launch requests (file `[[tenants]]`).
@@ -159,6 +171,7 @@ impl GatewayConfig {
             readiness_timeout: Duration::from_millis(500),
             flush_timeout: Duration::from_secs(10),
             request_timeout: Duration::from_secs(15),
+            serve_limits: ServeLimits::default(),
             integrations: Vec::new(),
             tenants: Vec::new(),
         }
@@ -189,17 +202,65 @@ impl GatewayConfig {
         };
         let kafka = KafkaSettings::from_env("callstream-gateway");
         let mut config = file.resolve(kafka, Topics::from_env()?, &EnvLookup)?;
-        if let Ok(listen) = std::env::var("CALLSTREAM_GATEWAY_LISTEN") {
-            config.listen = parse_listen(&listen)?;
-        }
-        if let Ok(url) = std::env::var("CALLSTREAM_GATEWAY_PUBLIC_URL") {
-            config.public_base_url = normalise_base_url(&url)?;
-        }
+        config.apply_env(&EnvLookup)?;
+        config.validate()?;
         Ok(config)
     }
 
-    /// Checks what the types cannot: unique ids, at least one secret each.
+    /// The environment overrides named on the fields (over the file's values).
+    pub fn apply_env(&mut self, env: &dyn Lookup) -> Result<(), ConfigError> {
+        if let Some(listen) = env.var("CALLSTREAM_GATEWAY_LISTEN") {
+            self.listen = parse_listen(&listen)?;
+        }
+        if let Some(url) = env.var("CALLSTREAM_GATEWAY_PUBLIC_URL") {
+            self.public_base_url = normalise_base_url(&url)?;
+        }
+        let number = |name: &str| -> Result<Option<u64>, ConfigError> {
+            env.var(name)
+                .map(|value| {
+                    value
+                        .trim()
+                        .parse::<u64>()
+                        .map_err(|_| invalid(format!("{name}={value:?}: not a whole number")))
+                })
+                .transpose()
+        };
+        let limits = &mut self.serve_limits;
+        if let Some(ms) = number("CALLSTREAM_GATEWAY_HEADER_READ_TIMEOUT_MS")? {
+            limits.header_read_timeout = Duration::from_millis(ms);
+        }
+        if let Some(ms) = number("CALLSTREAM_GATEWAY_IDLE_TIMEOUT_MS")? {
+            limits.idle_timeout = Duration::from_millis(ms);
+        }
+        if let Some(n) = number("CALLSTREAM_GATEWAY_MAX_CONNECTIONS")? {
+            limits.max_connections = usize::try_from(n).unwrap_or(usize::MAX);
+        }
+        Ok(())
+    }
+
+    /// Checks what the types cannot: unique ids, at least one secret each, limits that
+    /// let a request through.
     pub fn validate(&self) -> Result<(), ConfigError> {
+        let limits = &self.serve_limits;
+        for (name, zero) in [
+            ("request_timeout_ms", self.request_timeout.is_zero()),
+            (
+                "header_read_timeout_ms (CALLSTREAM_GATEWAY_HEADER_READ_TIMEOUT_MS)",
+                limits.header_read_timeout.is_zero(),
+            ),
+            (
+                "idle_timeout_ms (CALLSTREAM_GATEWAY_IDLE_TIMEOUT_MS)",
+                limits.idle_timeout.is_zero(),
+            ),
+            (
+                "max_connections (CALLSTREAM_GATEWAY_MAX_CONNECTIONS)",
+                limits.max_connections == 0,
+            ),
+        ] {
+            if zero {
+                return Err(invalid(format!("{name} must be above 0")));
+            }
+        }
         let mut ids: Vec<&str> = self.integrations.iter().map(|i| i.id.as_str()).collect();
         ids.sort_unstable();
         if let Some(pair) = ids.windows(2).find(|w| w[0] == w[1]) {

@@ -15,11 +15,19 @@ impl Lookup for FakeEnv {
 
 fn env() -> FakeEnv {
     FakeEnv(HashMap::from([
-        ("TWILIO_TOKEN", "tok-123"),
-        ("TWILIO_TOKEN_OLD", "tok-old"),
+        ("TWILIO_TOKEN", "tok-123-twilio-auth"),
+        ("TWILIO_TOKEN_OLD", "tok-old-twilio-auth"),
         ("WHSEC", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"),
-        ("LAUNCH_TOKEN", "launch-secret"),
+        ("LAUNCH_TOKEN", "launch-secret-acme"),
         ("EMPTY", "  "),
+        ("PLACEHOLDER", "change-me"),
+        ("WHSEC_PLACEHOLDER", "whsec_change-me"),
+        ("AC_PLACEHOLDER", "ACchange-me"),
+        ("FIFTEEN_BYTES", "fifteen-bytes!!"),
+        ("SIXTEEN_BYTES", "sixteen-bytes!!!"),
+        // Keys of 15 and 16 bytes.
+        ("WHSEC_FIFTEEN", "whsec_ZmlmdGVlbi1ieXRlcyEh"),
+        ("WHSEC_SIXTEEN", "whsec_c2l4dGVlbi1ieXRlcyEhIQ=="),
     ]))
 }
 
@@ -72,13 +80,13 @@ fn a_full_file_resolves() {
         (twilio.provider, twilio.tenant_id.as_str()),
         (ProviderKind::Twilio, "acme")
     );
-    assert_eq!(twilio.secrets[0].expose(), b"tok-123");
+    assert_eq!(twilio.secrets[0].expose(), b"tok-123-twilio-auth");
     assert_eq!(twilio.rate_limit.per_second.get(), 50);
     assert_eq!(twilio.rate_limit.burst.get(), 100);
     // whsec_ secrets are decoded to their key bytes at load.
     assert_eq!(config.integrations[1].secrets[0].expose().len(), 24);
     let tenant = &config.tenants[0];
-    assert_eq!(tenant.token_hashes[0], hash_token(b"launch-secret"));
+    assert_eq!(tenant.token_hashes[0], hash_token(b"launch-secret-acme"));
     assert_eq!(tenant.token_hashes[1], hash_token(b"test"));
 }
 
@@ -96,13 +104,16 @@ fn secrets_can_come_from_files() {
     let dir = std::env::temp_dir().join(format!("gw-config-{}", uuid::Uuid::new_v4()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("token");
-    std::fs::write(&path, "from-file\n").unwrap();
+    std::fs::write(&path, "from-file-0123456789\n").unwrap();
     let text = format!(
         "[[integrations]]\nid = \"i\"\ntenant = \"t\"\nprovider = \"twilio\"\nsecrets = [{{ file = {:?} }}]\n",
         path.display().to_string()
     );
     let config = resolve(&text).unwrap();
-    assert_eq!(config.integrations[0].secrets[0].expose(), b"from-file");
+    assert_eq!(
+        config.integrations[0].secrets[0].expose(),
+        b"from-file-0123456789"
+    );
     std::fs::remove_dir_all(dir).unwrap();
 }
 
@@ -172,9 +183,119 @@ fn mistakes_stop_start_up() {
 }
 
 #[test]
+fn placeholder_and_short_secrets_stop_start_up_naming_their_variable() {
+    let integration = |provider: &str, var: &str| {
+        format!("[[integrations]]\nid = \"i\"\ntenant = \"t\"\nprovider = \"{provider}\"\nsecrets = [{{ env = \"{var}\" }}]\n")
+    };
+    let tenant =
+        |var: &str| format!("[[tenants]]\ntenant = \"t\"\ntokens = [{{ env = \"{var}\" }}]\n");
+    let refused = [
+        (
+            "launch token placeholder",
+            tenant("PLACEHOLDER"),
+            "PLACEHOLDER",
+            "change-me",
+        ),
+        (
+            "15-byte launch token",
+            tenant("FIFTEEN_BYTES"),
+            "FIFTEEN_BYTES",
+            "fifteen-bytes!!",
+        ),
+        (
+            "Twilio auth token placeholder",
+            integration("twilio", "AC_PLACEHOLDER"),
+            "AC_PLACEHOLDER",
+            "ACchange-me",
+        ),
+        (
+            "15-byte Twilio auth token",
+            integration("twilio", "FIFTEEN_BYTES"),
+            "FIFTEEN_BYTES",
+            "fifteen-bytes!!",
+        ),
+        (
+            "whsec_ placeholder",
+            integration("json", "WHSEC_PLACEHOLDER"),
+            "WHSEC_PLACEHOLDER",
+            "whsec_change-me",
+        ),
+        (
+            "15-byte whsec_ key",
+            integration("json", "WHSEC_FIFTEEN"),
+            "WHSEC_FIFTEEN",
+            "whsec_Zml",
+        ),
+    ];
+    for (case, text, variable, value) in refused {
+        let shown = resolve(&text).expect_err(case).to_string();
+        assert!(shown.contains(variable), "{case}: {shown}");
+        assert!(!shown.contains(value), "{case}: {shown}");
+    }
+    for text in [
+        tenant("SIXTEEN_BYTES"),
+        integration("twilio", "SIXTEEN_BYTES"),
+        integration("json", "WHSEC_SIXTEEN"),
+    ] {
+        resolve(&text).expect("16 bytes are enough");
+    }
+}
+
+#[test]
 fn an_empty_file_gives_defaults() {
     let config = resolve("").unwrap();
     assert!(config.integrations.is_empty());
     assert_eq!(config.signature_tolerance, Duration::from_secs(300));
     assert_eq!(config.listen.port(), 8080);
+}
+
+#[test]
+fn serve_limits_come_from_the_file_then_the_environment_and_zero_is_refused() {
+    let defaults = resolve("").unwrap().serve_limits;
+    assert_eq!(defaults, ServeLimits::default());
+    let mut config = resolve(
+        "header_read_timeout_ms = 300\nidle_timeout_ms = 400\nmax_connections = 5\nrequest_timeout_ms = 700\n",
+    )
+    .unwrap();
+    assert_eq!(
+        config.serve_limits,
+        ServeLimits {
+            header_read_timeout: Duration::from_millis(300),
+            idle_timeout: Duration::from_millis(400),
+            max_connections: 5,
+        }
+    );
+    assert_eq!(config.request_timeout, Duration::from_millis(700));
+    let env = FakeEnv(HashMap::from([
+        ("CALLSTREAM_GATEWAY_HEADER_READ_TIMEOUT_MS", "250"),
+        ("CALLSTREAM_GATEWAY_IDLE_TIMEOUT_MS", " 30000 "),
+        ("CALLSTREAM_GATEWAY_MAX_CONNECTIONS", "64"),
+    ]));
+    config.apply_env(&env).unwrap();
+    assert_eq!(
+        config.serve_limits,
+        ServeLimits {
+            header_read_timeout: Duration::from_millis(250),
+            idle_timeout: Duration::from_secs(30),
+            max_connections: 64,
+        }
+    );
+    let bad = FakeEnv(HashMap::from([(
+        "CALLSTREAM_GATEWAY_MAX_CONNECTIONS",
+        "lots",
+    )]));
+    let error = config.apply_env(&bad).unwrap_err().to_string();
+    assert!(
+        error.contains("CALLSTREAM_GATEWAY_MAX_CONNECTIONS"),
+        "{error}"
+    );
+    for (key, setting) in [
+        ("header_read_timeout_ms", "header_read_timeout_ms"),
+        ("idle_timeout_ms", "idle_timeout_ms"),
+        ("max_connections", "max_connections"),
+        ("request_timeout_ms", "request_timeout_ms"),
+    ] {
+        let error = resolve(&format!("{key} = 0")).unwrap_err().to_string();
+        assert!(error.contains(setting), "{error}");
+    }
 }

@@ -14,14 +14,15 @@ use chrono::{DateTime, Utc};
 use serde::Deserialize;
 
 use super::{
-    check_tenant, correlation_header, optional_id, optional_uuid, required_id, Inbound, Provider,
-    Verified,
+    check_tenant, correlation_header, optional_id, optional_text, optional_time_zone,
+    optional_uuid, required_id, Inbound, Provider, Verified,
 };
 use crate::error::ApiError;
 use crate::event::{CallAnalysis, CallEventDraft, ProviderKind};
 use crate::verify::standard_webhooks::{self, SignedHeaders};
 use crate::verify::Clock;
 use callstream_domain::ids;
+use callstream_domain::input::{MAX_PHRASE_CHARS, MAX_SUMMARY_CHARS};
 
 /// The Standard Webhooks JSON provider.
 #[derive(Clone)]
@@ -119,15 +120,26 @@ impl Provider for Json {
         let contact_id = required_id("contact_id", body.contact_id.as_deref())?;
         let provider_status = required_id("status", body.status.as_deref())?;
         let launch_id = optional_uuid("launch_id", body.launch_id.as_deref())?;
-        let analysis = body.analysis.map(|a| CallAnalysis {
-            summary: a.summary,
-            interested: a.interested,
-            callback_requested: a.callback_requested,
-            callback_phrase: a.callback_phrase,
-            do_not_call: a.do_not_call,
-            wants_person: a.wants_person,
-            request_phrase: a.request_phrase,
-        });
+        let analysis = match body.analysis {
+            None => None,
+            Some(a) => Some(CallAnalysis {
+                summary: optional_text("analysis.summary", a.summary, MAX_SUMMARY_CHARS)?,
+                interested: a.interested,
+                callback_requested: a.callback_requested,
+                callback_phrase: optional_text(
+                    "analysis.callback_phrase",
+                    a.callback_phrase,
+                    MAX_PHRASE_CHARS,
+                )?,
+                do_not_call: a.do_not_call,
+                wants_person: a.wants_person,
+                request_phrase: optional_text(
+                    "analysis.request_phrase",
+                    a.request_phrase,
+                    MAX_PHRASE_CHARS,
+                )?,
+            }),
+        };
         let signed_at = verified
             .signed_at
             .and_then(|s| DateTime::from_timestamp(s, 0));
@@ -157,13 +169,13 @@ impl Provider for Json {
             launch_id,
             campaign_id: optional_id("campaign_id", body.campaign_id.as_deref())?,
             provider_status,
-            provider_error: optional_id("error", body.error.as_deref())?,
+            provider_error: optional_text("error", body.error, MAX_PHRASE_CHARS)?,
             occurred_at,
             received_at: request.received_at,
             duration_seconds,
             answered_by: optional_id("answered_by", body.answered_by.as_deref())?,
             sequence_number: None,
-            reported_time_zone: optional_id("time_zone", body.time_zone.as_deref())?,
+            reported_time_zone: optional_time_zone("time_zone", body.time_zone.as_deref())?,
             analysis,
             correlation_id: correlation_header(request.headers),
         })

@@ -15,13 +15,15 @@ use axum::http::HeaderMap;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
+use callstream_domain::input;
+
 use crate::config::IntegrationConfig;
 use crate::error::ApiError;
 use crate::event::{CallEventDraft, ProviderKind};
 
 /// Longest id (call, contact, launch, webhook) accepted: ids become Kafka
-/// keys and headers, and nothing legitimate is longer.
-pub const MAX_ID_LEN: usize = 256;
+/// keys, headers and URL path segments (the rule is `callstream_domain::input`'s).
+pub const MAX_ID_LEN: usize = input::MAX_ID_BYTES;
 
 /// One webhook request as received.
 #[derive(Debug, Clone, Copy)]
@@ -72,36 +74,71 @@ pub fn content_type_is(headers: &HeaderMap, expected: &str) -> bool {
         .is_some_and(|media| media.trim().eq_ignore_ascii_case(expected))
 }
 
-/// A required id: present, non-empty, not too long, no control characters.
+/// A required id: present, non-empty, and an id by `callstream_domain::input`'s rule.
 pub fn required_id(field: &'static str, value: Option<&str>) -> Result<String, ApiError> {
     match value {
         None | Some("") => Err(ApiError::missing(field)),
-        Some(v) => check_id(field, v).map(str::to_string),
+        Some(v) => check(field, v, input::check_id).map(str::to_string),
     }
 }
 
 /// An optional id: absent or empty is `None`; otherwise checked like a required one.
 pub fn optional_id(field: &'static str, value: Option<&str>) -> Result<Option<String>, ApiError> {
+    optional(field, value, input::check_id)
+}
+
+/// Optional free text of at most `max_chars` characters, without control characters
+/// other than tab and line breaks. Absent or empty is `None`.
+pub fn optional_text(
+    field: &'static str,
+    value: Option<String>,
+    max_chars: usize,
+) -> Result<Option<String>, ApiError> {
     match value {
-        None | Some("") => Ok(None),
-        Some(v) => check_id(field, v).map(|v| Some(v.to_string())),
+        None => Ok(None),
+        Some(v) if v.is_empty() => Ok(None),
+        Some(v) => {
+            check(field, &v, |v| input::check_text(v, max_chars))?;
+            Ok(Some(v))
+        }
     }
 }
 
-fn check_id<'v>(field: &'static str, value: &'v str) -> Result<&'v str, ApiError> {
-    if value.len() > MAX_ID_LEN {
-        return Err(ApiError::Unprocessable {
-            field,
-            problem: "is too long",
-        });
+/// An optional phone number, E.164 only.
+pub fn optional_phone(
+    field: &'static str,
+    value: Option<&str>,
+) -> Result<Option<String>, ApiError> {
+    optional(field, value, input::check_e164)
+}
+
+/// An optional IANA time zone name.
+pub fn optional_time_zone(
+    field: &'static str,
+    value: Option<&str>,
+) -> Result<Option<String>, ApiError> {
+    optional(field, value, input::check_time_zone)
+}
+
+fn optional(
+    field: &'static str,
+    value: Option<&str>,
+    rule: fn(&str) -> Result<(), input::Refusal>,
+) -> Result<Option<String>, ApiError> {
+    match value {
+        None | Some("") => Ok(None),
+        Some(v) => check(field, v, rule).map(|v| Some(v.to_string())),
     }
-    if value.chars().any(char::is_control) {
-        return Err(ApiError::Unprocessable {
-            field,
-            problem: "contains control characters",
-        });
-    }
-    Ok(value)
+}
+
+fn check<'v>(
+    field: &'static str,
+    value: &'v str,
+    rule: impl FnOnce(&str) -> Result<(), input::Refusal>,
+) -> Result<&'v str, ApiError> {
+    rule(value)
+        .map(|()| value)
+        .map_err(|refusal| ApiError::Invalid { field, refusal })
 }
 
 /// The chain a caller says this request continues (`X-Correlation-Id`),

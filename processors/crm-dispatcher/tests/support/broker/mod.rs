@@ -86,11 +86,16 @@ impl Sim {
 
     /// A contact's properties as the CRM holds them.
     pub async fn contact(&self, id: &str, properties: &str) -> Result<Value> {
-        let url = format!(
-            "{}/crm/v3/objects/contacts/{id}?properties={properties}",
-            self.base
-        );
-        let response = self.http.get(url).bearer_auth(TOKEN).send().await?;
+        // Encoded like the dispatcher's own requests: the id is one segment.
+        let id = callstream_crm_dispatcher::wire::segment("contact id", id)?;
+        let url = format!("{}/crm/v3/objects/contacts/{id}", self.base);
+        let response = self
+            .http
+            .get(url)
+            .query(&[("properties", properties)])
+            .bearer_auth(TOKEN)
+            .send()
+            .await?;
         Ok(response.json().await?)
     }
 }
