@@ -76,6 +76,15 @@ pub(crate) fn lanes(views: &[View], n: usize) -> Vec<Vec<View>> {
         load[lightest] += weight(view);
         lane_of.insert(view, lightest);
     }
+    // The operator's views commit together: an operator who sees a command `applied` or
+    // `rejected` must find the control setting and the audit row it stands for.
+    if let Some(&lane) = lane_of.get(&View::Commands) {
+        for v in [View::Control, View::Audit] {
+            if let Some(l) = lane_of.get_mut(&v) {
+                *l = lane;
+            }
+        }
+    }
     let mut out = vec![Vec::new(); n];
     for view in views {
         out[lane_of[view]].push(*view);
@@ -287,11 +296,29 @@ mod tests {
                 View::ALL,
                 2,
                 &[
-                    &[View::Jobs, View::Launches, View::Audit, View::Commands],
-                    &[View::Exceptions, View::Slots, View::Timeline, View::Control],
+                    &[
+                        View::Jobs,
+                        View::Launches,
+                        View::Audit,
+                        View::Control,
+                        View::Commands,
+                    ],
+                    &[View::Exceptions, View::Slots, View::Timeline],
                 ],
             ),
             (&[View::Jobs], 4, &[&[View::Jobs]]),
+            (
+                View::ALL,
+                8,
+                &[
+                    &[View::Jobs],
+                    &[View::Timeline],
+                    &[View::Launches],
+                    &[View::Exceptions],
+                    &[View::Slots],
+                    &[View::Audit, View::Control, View::Commands],
+                ],
+            ),
             (&[View::Jobs, View::Slots], 0, &[&[View::Jobs, View::Slots]]),
             (&[], 2, &[]),
         ];
