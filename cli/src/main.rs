@@ -64,7 +64,15 @@ enum SimCommand {
 #[tokio::main]
 async fn main() -> Result<()> {
     callstream_platform::telemetry::init_tracing("info");
-    let cli = Cli::parse();
+    let mut cli = Cli::parse();
+    if let Command::Demo(args) = &mut cli.command {
+        args.install_clock()?;
+    }
+    // Read once, before anything asks the time: a bad CALLSTREAM_CLOCK stops here.
+    let clock = callstream_platform::clock::init_from_env()?;
+    if clock.rate() != 1.0 {
+        tracing::info!(rate = clock.rate(), now = %clock.now_utc(), "on a scaled clock (CALLSTREAM_CLOCK)");
+    }
     match cli.command {
         Command::Topics(command) => topics_cmd::run(command).await,
         Command::Sim(SimCommand::Voice(config)) => {

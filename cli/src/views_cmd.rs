@@ -7,6 +7,7 @@
 
 use anyhow::{Context, Result};
 use callstream_operator_api::Role;
+use callstream_platform::clock::{Clock as _, SystemClock};
 use chrono::{DateTime, Utc};
 use clap::{Args, Subcommand};
 
@@ -160,7 +161,9 @@ pub async fn tokens(command: TokensCommand) -> Result<()> {
             let role: Role = role.parse().map_err(|e| anyhow::anyhow!("{e}"))?;
             let expires_at = match (expires_in, expires_at) {
                 (Some(after), _) => Some(
-                    Utc::now()
+                    // Token expiry is checked in real time (see the operator API's auth).
+                    SystemClock
+                        .now_utc()
                         .checked_add_signed(after)
                         .context("--expires-in is too far away")?,
                 ),
@@ -187,7 +190,7 @@ pub async fn tokens(command: TokensCommand) -> Result<()> {
             let tokens = callstream_operator_api::list_tokens(&pool, tenant.as_deref())
                 .await
                 .context("listing the tokens")?;
-            print!("{}", render_tokens(&tokens, Utc::now()));
+            print!("{}", render_tokens(&tokens, SystemClock.now_utc()));
         }
         TokensCommand::Revoke { token_id } => {
             if callstream_operator_api::revoke_token(&pool, token_id).await? {

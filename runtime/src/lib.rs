@@ -34,7 +34,7 @@ pub use api::{
     header, Context, EffectRequest, EffectResult, Headers, Output, ProcessError, Processor, Record,
     TimeDomain, Timer, TimerHandle,
 };
-pub use clock::{Clock, ManualClock, SystemClock};
+pub use clock::{process_clock, Clock, ManualClock, ScaledClock, SystemClock};
 pub use commit::CommitPolicy;
 pub use effects::EffectHandler;
 pub use error::RuntimeError;

@@ -5,6 +5,7 @@
 //! idempotent: `up` twice starts things once, `down` stops only what `up` started.
 
 mod cargo_cmds;
+mod clock_rule;
 mod fuzz;
 mod kafka;
 mod layering;
@@ -12,6 +13,7 @@ mod layout;
 mod postgres;
 mod procs;
 mod schemathesis;
+mod soak;
 mod stack;
 mod summary;
 mod test_plan;
@@ -85,6 +87,18 @@ enum Cmd {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// A whole simulated day under fire: `callstream demo` on a scaled clock (96x real time,
+    /// midnight to midnight in US Central in about 15 minutes) with production settings
+    /// (demo/soak-control.toml), every role SIGKILLed at random three times, a second
+    /// processor member for part of the day, a paused campaign, a CRM outage, the broker
+    /// stopped for 30 s and Postgres restarted. Exits non-zero when an invariant fails.
+    ///
+    /// `--short`: four business hours, one kill of each role, no stack faults (what
+    /// `cargo xtask test` runs). Other arguments go to `callstream demo` (`--seed 9`).
+    Soak {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// Bring the stack up and run one benchmark (release build), which prints JSON lines:
     /// `cargo run --release -p callstream-bench --bin NAME -- ARGS`.
     ///
@@ -153,6 +167,7 @@ fn main() -> ExitCode {
         Cmd::Reset => stack::reset(&layout),
         Cmd::Test { args } => test_runner::test(&layout, &args),
         Cmd::Demo { args } => cargo_cmds::demo(&layout, &args),
+        Cmd::Soak { args } => soak::run(&layout, &args),
         Cmd::Bench { name, args } => cargo_cmds::bench(&layout, &name, &args),
         Cmd::Schemathesis { args } => schemathesis::run(&layout, &args),
         Cmd::Layering => layering::check(&layout.repo),

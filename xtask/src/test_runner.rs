@@ -57,6 +57,7 @@ pub fn test(layout: &Layout, args: &[String]) -> Result<()> {
     let started = Instant::now();
     // Before anything slow: a dependency that breaks the layering fails the run at once.
     crate::layering::check(&layout.repo)?;
+    crate::clock_rule::check(&layout.repo)?;
     stack::up(layout)?;
     let binaries = build(layout, &args)?;
     println!(

@@ -185,6 +185,37 @@ impl Children {
             .collect()
     }
 
+    /// SIGKILLs the running child `name` (a crash: no grace, no flush) and starts its role
+    /// again at once. `false` when no child by that name is running.
+    pub async fn kill_and_restart(&mut self, name: &str) -> Result<bool> {
+        let Some(i) = self.running.iter().position(|r| r.role.name == name) else {
+            return Ok(false);
+        };
+        let mut r = self.running.remove(i);
+        if r.exited.is_none() {
+            let _ = r.child.start_kill();
+            let _ = r.child.wait().await;
+        }
+        self.spawn(r.role)?;
+        Ok(true)
+    }
+
+    /// Whether the running child `name` answers its readiness probe.
+    pub async fn ready(&self, name: &str) -> bool {
+        match self.running.iter().find(|r| r.role.name == name) {
+            Some(r) => self.is_ready(&r.role.ready).await,
+            None => false,
+        }
+    }
+
+    /// The role of the running child `name`, to start a second member of its kind.
+    pub fn role(&self, name: &str) -> Option<Role> {
+        self.running
+            .iter()
+            .find(|r| r.role.name == name)
+            .map(|r| r.role.clone())
+    }
+
     /// The names of the running roles, in start order.
     pub fn names(&self) -> Vec<String> {
         self.running.iter().map(|r| r.role.name.clone()).collect()

@@ -119,7 +119,48 @@ pub async fn print_summary(src: Sources<'_>) -> Vec<&'static str> {
     if let Some(api) = &summary.api {
         print!("{}", api::text(api, args.keep_running));
     }
-    summary.invariants.failed()
+    let mut failed = summary.invariants.failed();
+    if !outcome.chaos.kills.is_empty()
+        || outcome.chaos.extra_member.is_some()
+        || !outcome.chaos.restarted_after_exit.is_empty()
+    {
+        println!("{}", chaos_line(&outcome.chaos));
+        if !outcome.chaos.never_ready.is_empty() {
+            println!(
+                "[FAIL] every killed role serves again: not ready at the end: {}",
+                outcome.chaos.never_ready.join(", ")
+            );
+            failed.push("every_killed_role_serves_again");
+        }
+    }
+    failed
+}
+
+/// `{"summary":"chaos",...}`: kills per role and how long each took to be ready again.
+fn chaos_line(report: &super::chaos::ChaosReport) -> String {
+    let ready: serde_json::Map<String, serde_json::Value> = report
+        .ready_again_ms
+        .iter()
+        .map(|(role, times)| {
+            let mut sorted = times.clone();
+            sorted.sort_unstable();
+            let median = sorted.get(sorted.len() / 2).copied().unwrap_or(0);
+            let max = sorted.last().copied().unwrap_or(0);
+            (
+                role.clone(),
+                serde_json::json!({"restarts": times.len(), "median_ms": median, "max_ms": max}),
+            )
+        })
+        .collect();
+    serde_json::json!({
+        "summary": "chaos",
+        "kills": report.kills,
+        "ready_again": ready,
+        "never_ready": report.never_ready,
+        "extra_member": report.extra_member,
+        "restarted_after_exit": report.restarted_after_exit,
+    })
+    .to_string()
 }
 
 /// The tenant the workload runs as: the control file's first.

@@ -17,6 +17,7 @@
 mod api;
 mod args;
 mod by_launch;
+mod chaos;
 mod children;
 mod database;
 mod finish;
@@ -50,6 +51,8 @@ const CONTRADICTION_DELAY: Duration = Duration::from_secs(120);
 const QUIET: Duration = Duration::from_secs(4);
 /// How long roles get to become ready.
 const READY_LIMIT: Duration = Duration::from_secs(120);
+/// How often a supervised role may stop on its own before the run fails.
+const MAX_RESTARTS: u32 = 5;
 /// How long a role gets to stop after SIGTERM.
 const STOP_GRACE: Duration = Duration::from_secs(15);
 
@@ -63,6 +66,8 @@ pub(crate) struct Outcome {
     pauses: Vec<promises::PauseWindow>,
     /// The zone each contact's CRM record named.
     zones: promises::ContactZones,
+    /// What the kills did (empty without `--kill-rounds`).
+    chaos: chaos::ChaosReport,
 }
 
 /// Runs the demo.
@@ -189,6 +194,35 @@ async fn drive(
     println!("demo: every role is ready");
 
     let start = Instant::now();
+    let business_end_ms = args.business_end_ms();
+    let mut chaos = (args.kill_rounds > 0 || args.extra_member.is_some()).then(|| {
+        let targets: Vec<String> = children
+            .names()
+            .into_iter()
+            .filter(|n| !n.starts_with("sim-"))
+            .collect();
+        let chaos = chaos::Chaos::plan(
+            args.seed,
+            &targets,
+            args.kill_rounds,
+            args.kill_every,
+            start,
+            args.extra_member.as_deref(),
+        );
+        println!(
+            "demo: chaos: {} SIGKILLs of each of {} over about {} s{}",
+            args.kill_rounds,
+            targets.join(", "),
+            chaos
+                .ends()
+                .map_or(0, |end| end.saturating_duration_since(start).as_secs()),
+            args.extra_member
+                .as_deref()
+                .map(|k| format!(", a second {k} member for part of it"))
+                .unwrap_or_default()
+        );
+        chaos
+    });
     let token = run
         .setting("DEMO_LAUNCH_TOKEN")
         .context("DEMO_LAUNCH_TOKEN is not in demo.env")?
@@ -204,7 +238,7 @@ async fn drive(
         seed: args.seed,
     });
     if let Some(given) = &args.lead_zone {
-        let zone = zones::resolve(given, chrono::Utc::now())?;
+        let zone = zones::resolve(given, callstream_platform::clock::now_utc())?;
         zones::apply(&mut plan, &zone);
         println!("demo: every lead in {zone}");
     }
@@ -218,6 +252,9 @@ async fn drive(
     let workload = callstream_workload::send(&plan, &settings);
     tokio::pin!(workload);
     let mut faults_until = start;
+    if let Some(end) = chaos.as_ref().and_then(chaos::Chaos::ends) {
+        faults_until = faults_until.max(end);
+    }
     if !args.crm_outage_for.is_zero() {
         sims::crm_outage(run, args.crm_outage_after, args.crm_outage_for).await?;
         println!(
@@ -258,6 +295,8 @@ async fn drive(
     let lookahead_ms = i64::try_from(args.lookahead.as_millis()).unwrap_or(i64::MAX);
     let mut horizon_ms: Option<i64> = None;
     let mut last_progress = Instant::now();
+    // Roles a supervisor restarted after they stopped on their own (--restart-exited).
+    let mut restarted: std::collections::BTreeMap<String, u32> = Default::default();
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     let shutdown = crate::signals::shutdown_signal();
     tokio::pin!(shutdown);
@@ -274,7 +313,9 @@ async fn drive(
                     sent.requests, sent.accepted, sent.failed, sent.retries, sent.seconds
                 );
                 report = Some(sent);
-                horizon_ms = Some(now_ms().saturating_add(lookahead_ms));
+                horizon_ms = Some(
+                    business_end_ms.unwrap_or_else(|| now_ms().saturating_add(lookahead_ms)),
+                );
                 contradictions = Some(Box::pin(sims::crm_contradicts_opt_outs(
                     run.clone(),
                     settings.clone(),
@@ -295,8 +336,20 @@ async fn drive(
             }
             _ = tick.tick() => {}
         }
-        if let Some((name, status, log)) = children.exited().into_iter().next() {
-            bail!("{name} stopped on its own ({status}); the end of its log:\n{log}");
+        if let Some(chaos) = chaos.as_mut() {
+            let label = format!("+{} s, {}", start.elapsed().as_secs(), business_label());
+            chaos.tick(children, &label).await?;
+        }
+        for (name, status, log) in children.exited() {
+            let restarts = restarted.entry(name.clone()).or_insert(0u32);
+            if !args.restart_exited || *restarts >= MAX_RESTARTS {
+                bail!("{name} stopped on its own ({status}); the end of its log:\n{log}");
+            }
+            *restarts += 1;
+            println!(
+                "demo: {name} stopped on its own ({status}); started again (restart {restarts} of at most {MAX_RESTARTS}); the end of its log:\n{log}"
+            );
+            children.kill_and_restart(&name).await?;
         }
         let mut pending = match reader.tally.lock() {
             Ok(t) => settle::Pending::measure(
@@ -307,7 +360,11 @@ async fn drive(
             Err(_) => bail!("the reader thread panicked"),
         };
         pending.workload_running = report.is_none();
-        pending.faults_running = Instant::now() < faults_until || contradictions.is_some();
+        pending.faults_running = Instant::now() < faults_until
+            || contradictions.is_some()
+            || chaos.as_ref().is_some_and(chaos::Chaos::active);
+        // A run over a business span lasts at least that span.
+        pending.workload_running |= business_end_ms.is_some_and(|end| now_ms() < end);
         pending.lag = reader.lag();
         pending.idle = reader.idle();
         if last_progress.elapsed() >= args.progress_every {
@@ -315,6 +372,9 @@ async fn drive(
             if let Ok(t) = reader.tally.lock() {
                 let sent = report.as_ref().map_or(0, |r| r.accepted);
                 let mut line = render::progress(start.elapsed().as_secs(), &t, sent, pending.lag);
+                if args.clock_rate.is_some() {
+                    line.push_str(&format!(" | {}", business_label()));
+                }
                 // A quiet pipeline that has not settled says what it waits for.
                 if pending.idle >= Duration::from_secs(10) {
                     line.push_str(&format!(" | waiting for {}", pending.describe()));
@@ -355,9 +415,21 @@ async fn drive(
         elapsed: start.elapsed(),
         pauses,
         zones,
+        chaos: chaos::ChaosReport {
+            restarted_after_exit: restarted,
+            ..chaos.map(chaos::Chaos::finish).unwrap_or_default()
+        },
     })
 }
 
+/// The business time in US Central, for progress and fault lines.
+fn business_label() -> String {
+    callstream_platform::clock::now_utc()
+        .with_timezone(&chrono_tz::America::Chicago)
+        .format("%a %H:%M Central")
+        .to_string()
+}
+
 fn now_ms() -> i64 {
-    chrono::Utc::now().timestamp_millis()
+    callstream_platform::clock::now_utc().timestamp_millis()
 }

@@ -38,8 +38,14 @@ pub struct PauseWindow {
     pub to_ms: i64,
 }
 
-/// How long `control` may take to reach the dispatcher once written.
+/// How long (real time) `control` may take to reach the dispatcher once written.
 const PAUSE_PROPAGATION_MS: i64 = 1_000;
+
+/// [`PAUSE_PROPAGATION_MS`] in business time: longer on a scaled clock.
+fn pause_propagation_ms() -> i64 {
+    let rate = callstream_platform::clock::process_clock().rate();
+    (PAUSE_PROPAGATION_MS as f64 * rate.max(1.0)) as i64
+}
 
 /// One promise, checked.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -177,7 +183,7 @@ fn paused(calls: &[Call], pauses: &[PauseWindow]) -> Check {
         check.saw();
         let covered = pauses.iter().find(|p| {
             p.campaign == c.campaign
-                && c.created_ms > p.from_ms + PAUSE_PROPAGATION_MS
+                && c.created_ms > p.from_ms + pause_propagation_ms()
                 && c.created_ms < p.to_ms
         });
         if let Some(p) = covered {

@@ -109,7 +109,7 @@ impl Available {
 /// Whether `name` is one of the stream processors (stopped before the
 /// simulators and the gateway, so their last calls still get answers).
 pub fn is_processor(name: &str) -> bool {
-    PROCESSORS.contains(&name)
+    PROCESSORS.contains(&super::chaos::kind_of(name))
 }
 
 /// Ready once the projections committed a batch: the run's `control`

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use callstream_control::ControlFile;
+use callstream_platform::clock::Clock as _;
 use callstream_platform::{admin, KafkaSettings, Topics};
 use callstream_schemas::Actor;
 
@@ -105,7 +106,8 @@ pub fn free_port() -> Result<u16> {
 
 /// `MMDD-HHMMSS-xxxx`: sortable, short, and unique enough for one machine.
 pub fn run_id() -> String {
-    let now = chrono::Utc::now();
+    // Real time: runs on the same scaled clock start would share their business time.
+    let now = callstream_platform::clock::SystemClock.now_utc();
     format!(
         "{}-{:04x}",
         now.format("%m%d-%H%M%S"),
@@ -199,6 +201,19 @@ pub fn prepare(args: &DemoArgs) -> Result<Run> {
     ];
     for (key, value) in run_env {
         env.insert(key.to_owned(), value);
+    }
+    if let (Some(setting), Some(rate)) = (&args.clock_setting, args.clock_rate) {
+        // Every role on the one scaled clock; calls at the voice platform last their real
+        // length in business time, so they play out `rate` times faster.
+        env.insert("CALLSTREAM_CLOCK".into(), setting.clone());
+        env.insert("SIM_VOICE_TIME_SCALE".into(), format!("{}", 1.0 / rate));
+        // The engine's own latency is real time, so it is `rate` times longer in business
+        // time: a 100 ms commit interval would be ten business seconds per hop at 96x, and
+        // a launch would miss its 75 s slot. Shorter commits keep business latencies near
+        // production's (unless the environment sets one).
+        if std::env::var_os("CALLSTREAM_COMMIT_INTERVAL_MS").is_none() {
+            env.insert("CALLSTREAM_COMMIT_INTERVAL_MS".into(), "20".into());
+        }
     }
     let topics = Topics {
         prefix: prefix.clone(),

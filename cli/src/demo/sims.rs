@@ -115,7 +115,7 @@ pub async fn pause_campaign(
         eprintln!("demo: pausing {campaign} failed: {e:#}");
         return;
     }
-    let from_ms = chrono::Utc::now().timestamp_millis();
+    let from_ms = callstream_platform::clock::now_utc().timestamp_millis();
     let record = |to_ms| {
         if let Ok(mut w) = windows.lock() {
             w.retain(|p: &PauseWindow| p.from_ms != from_ms);
@@ -134,7 +134,7 @@ pub async fn pause_campaign(
     );
     tokio::time::sleep(length).await;
     // Calls may leave again from the moment the resume is written.
-    record(chrono::Utc::now().timestamp_millis());
+    record(callstream_platform::clock::now_utc().timestamp_millis());
     match apply_control(&run, &run.control, "demo: pause over").await {
         Ok(_) => println!("demo: operator resumed campaign {campaign}"),
         Err(e) => eprintln!("demo: resuming {campaign} failed: {e:#}"),

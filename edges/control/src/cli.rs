@@ -169,7 +169,7 @@ pub async fn apply_file(
     let meta = ApplyMeta {
         apply_id: uuid::Uuid::new_v4(),
         actor,
-        at: chrono::Utc::now(),
+        at: callstream_platform::clock::now_utc(),
         reason,
     };
     let changes = change_events(&plan, &meta);

@@ -150,7 +150,9 @@ pub async fn publish(
                         value: Some(value.as_bytes()),
                     })
                 });
+            // Business time, as every producer of callstream stamps its records.
             let record = BaseRecord::to(&topic)
+                .timestamp(callstream_platform::clock::now_ms())
                 .key(key.as_bytes())
                 .payload(value.as_slice())
                 .headers(headers);

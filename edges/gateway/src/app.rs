@@ -308,7 +308,7 @@ fn prepare_webhook(
         path_and_query: parts.uri.path_and_query().map_or("/", |p| p.as_str()),
         headers,
         body,
-        received_at: chrono::Utc::now(),
+        received_at: callstream_platform::clock::now_utc(),
     };
     let verified = provider.verify(&request)?;
     spend(budget)?;

@@ -68,7 +68,7 @@ pub(crate) async fn contact_update(State(state): State<AppState>, request: Reque
         request,
         Route::ContactUpdate,
         |inner, tenant, body, headers| {
-            let draft = parse(tenant, body, headers, Utc::now())?;
+            let draft = parse(tenant, body, headers, callstream_platform::clock::now_utc())?;
             Ok(Intake {
                 command_id: draft.command_id,
                 correlation_id: draft.correlation_id,

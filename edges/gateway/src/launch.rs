@@ -133,7 +133,7 @@ pub(crate) async fn launch_request(State(state): State<AppState>, request: Reque
         request,
         Route::LaunchRequest,
         |inner, tenant, body, headers| {
-            let draft = parse(tenant, body, headers, Utc::now())?;
+            let draft = parse(tenant, body, headers, callstream_platform::clock::now_utc())?;
             let intake = Intake {
                 command_id: draft.command_id,
                 correlation_id: draft.correlation_id,

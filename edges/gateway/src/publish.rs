@@ -144,7 +144,10 @@ impl Publisher {
                 })
             },
         );
+        // Stamped with business time: processors inherit record timestamps as event time,
+        // and librdkafka's default (the system clock) would disagree with a scaled clock.
         let future_record = FutureRecord::to(record.topic)
+            .timestamp(callstream_platform::clock::now_ms())
             .key(record.key)
             .payload(record.payload)
             .headers(headers);

@@ -14,7 +14,6 @@ use axum::Json;
 use callstream_domain::input::MAX_REASON_CHARS;
 use callstream_platform::topics;
 use callstream_schemas::{Actor, AnyEvent, ContactCommand, ContactCommandKind};
-use chrono::Utc;
 use serde::Deserialize;
 use utoipa::ToSchema;
 use uuid::Uuid;
@@ -147,7 +146,7 @@ pub(crate) fn contact_command(
     ContactCommand {
         event_id: id,
         tenant_id: principal.tenant_id.clone(),
-        occurred_at: Utc::now(),
+        occurred_at: callstream_platform::clock::now_utc(),
         causation_id: None,
         correlation_id: Some(id),
         kind,

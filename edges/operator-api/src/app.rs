@@ -109,7 +109,7 @@ impl AppState {
                 contact_id,
                 actor_id: p.subject.clone(),
                 at: Instant::now(),
-                requested_at: Utc::now(),
+                requested_at: callstream_platform::clock::now_utc(),
             },
         );
     }

@@ -6,7 +6,6 @@
 use axum::extract::State;
 use callstream_platform::topics;
 use callstream_schemas::{Actor, ControlChange, ControlSetting, ControlValue};
-use chrono::Utc;
 use serde::Deserialize;
 use utoipa::ToSchema;
 use uuid::Uuid;
@@ -64,7 +63,7 @@ async fn switch(
     let change = ControlChange {
         event_id: id,
         tenant_id: principal.tenant_id.clone(),
-        occurred_at: Utc::now(),
+        occurred_at: callstream_platform::clock::now_utc(),
         causation_id: None,
         correlation_id: Some(id),
         setting,

@@ -53,7 +53,9 @@ impl Publisher {
             key: callstream_schemas::headers::TRACEPARENT,
             value: Some(traceparent.as_bytes()),
         });
+        // Business time, as every producer of callstream stamps its records.
         let record = FutureRecord::to(topic)
+            .timestamp(callstream_platform::clock::now_ms())
             .key(key)
             .payload(&payload)
             .headers(headers);

@@ -176,6 +176,24 @@ pub fn ms(duration: Duration) -> i64 {
 }
 
 impl DispatchPolicy {
+    /// The policy as the state machine keeps it on `clock`: its timers run on business
+    /// time, but what they wait for (a request, the CRM's index lag, a retry's pause) takes
+    /// real time, so on a scaled clock they are stretched to cover as much real time.
+    pub fn in_business_time(self, clock: &dyn callstream_runtime::Clock) -> Self {
+        let span = |d| clock.business_span(d);
+        Self {
+            request_timeout: span(self.request_timeout),
+            send_window: span(self.send_window),
+            settle: span(self.settle),
+            retry: crate::backoff::RetryPolicy {
+                base_delay: span(self.retry.base_delay),
+                max_delay: span(self.retry.max_delay),
+                ..self.retry
+            },
+            ..self
+        }
+    }
+
     /// The latest time a request asked for at `now_ms` may be sent.
     pub fn send_by_ms(&self, now_ms: i64) -> i64 {
         now_ms.saturating_add(ms(self.send_window))

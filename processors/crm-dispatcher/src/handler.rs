@@ -11,7 +11,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use callstream_runtime::{Clock, EffectHandler, EffectRequest, SystemClock};
+use callstream_runtime::{Clock, EffectHandler, EffectRequest};
 use futures::future::BoxFuture;
 
 use crate::client::CrmClient;
@@ -49,7 +49,7 @@ impl CrmEffects {
                 client,
                 limiters,
                 config: config.clone(),
-                clock: Arc::new(SystemClock),
+                clock: callstream_runtime::process_clock(),
             }),
         })
     }
@@ -85,7 +85,7 @@ impl CrmEffects {
                 ),
             };
         };
-        let deadline = Instant::now() + Duration::from_millis(left);
+        let deadline = Instant::now() + inner.clock.real_wait(Duration::from_millis(left));
         if !inner.limiters.acquire(token, deadline).await {
             return Outcome::Expired;
         }

@@ -102,6 +102,10 @@ pub fn processor(config: &CrmDispatcherConfig) -> impl Processor {
 
 /// The dispatcher over other switches (tests).
 pub fn processor_with<S: Switches>(config: &CrmDispatcherConfig, switches: S) -> CrmDispatcher<S> {
+    let mut config = config.clone();
+    config.policy = config
+        .policy
+        .in_business_time(callstream_runtime::process_clock().as_ref());
     CrmDispatcher::new(Env {
         config: config.clone(),
         topics: output_topics(&config.topics),

@@ -166,6 +166,26 @@ impl Default for DispatchPolicy {
 }
 
 impl DispatchPolicy {
+    /// The policy as the state machine keeps it on `clock`: its timers run on business
+    /// time, but what they wait for (a create, the provider settling, a retry's pause, clock
+    /// skew) takes real time, so on a scaled clock they are stretched to cover as much real
+    /// time. The ledger's retention is business time and stays.
+    pub fn in_business_time(self, clock: &dyn callstream_runtime::Clock) -> Self {
+        let span = |d| clock.business_span(d);
+        Self {
+            request_timeout: span(self.request_timeout),
+            send_deadline: span(self.send_deadline),
+            settle: span(self.settle),
+            lookup_skew: span(self.lookup_skew),
+            retry: crate::backoff::RetryPolicy {
+                base_delay: span(self.retry.base_delay),
+                max_delay: span(self.retry.max_delay),
+                ..self.retry
+            },
+            ..self
+        }
+    }
+
     /// When to reconcile a request handed to the effect runner at `now_ms`
     /// if no result came: after it can no longer be sent, and after a sent
     /// one has had its full timeout and the provider its settle margin.

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use callstream_runtime::{Clock, EffectHandler, EffectRequest, SystemClock};
+use callstream_runtime::{Clock, EffectHandler, EffectRequest};
 use futures::future::BoxFuture;
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use tracing::{debug, warn};
@@ -35,7 +35,7 @@ impl DispatchEffects {
         Self {
             provider,
             limiter: Arc::new(RateLimiter::direct(Quota::per_second(calls_per_second))),
-            clock: Arc::new(SystemClock),
+            clock: callstream_runtime::process_clock(),
             metrics,
         }
     }
@@ -47,10 +47,10 @@ impl DispatchEffects {
     }
 }
 
-/// How long until `deadline_ms`, if it is still ahead.
+/// How long in real time until `deadline_ms` (business time), if it is still ahead.
 fn remaining(clock: &dyn Clock, deadline_ms: i64) -> Option<Duration> {
     let left = deadline_ms - clock.now_ms();
-    (left > 0).then(|| Duration::from_millis(left.unsigned_abs()))
+    (left > 0).then(|| clock.real_wait(Duration::from_millis(left.unsigned_abs())))
 }
 
 impl EffectHandler for DispatchEffects {
@@ -134,6 +134,7 @@ fn not_sent_create() -> CreateOutcome {
 mod tests {
     use super::*;
     use crate::provider::{CreateCall, FindCall};
+    use callstream_runtime::SystemClock;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     /// Counts creates and accepts them all.

@@ -85,7 +85,9 @@ pub fn processor_for(config: &DispatcherConfig, provider: &dyn VoiceProvider) ->
 fn processor_named(config: &DispatcherConfig, provider: &'static str) -> LaunchDispatcher {
     let topics = &config.topics;
     LaunchDispatcher {
-        policy: config.policy,
+        policy: config
+            .policy
+            .in_business_time(callstream_runtime::process_clock().as_ref()),
         topics: emit::OutputTopics {
             call_launches: topics.name(CALL_LAUNCHES),
             exceptions: topics.name(EXCEPTIONS),

@@ -8,7 +8,7 @@ use std::time::Duration;
 use callstream_platform::KafkaSettings;
 
 use super::effects::EffectRunner;
-use crate::clock::{Clock, SystemClock};
+use crate::clock::Clock;
 use crate::commit::CommitPolicy;
 use crate::metrics::RuntimeMetrics;
 
@@ -66,7 +66,7 @@ impl RuntimeConfig {
             changelog_min_insync_replicas: 1,
             session_timeout: Duration::from_secs(10),
             static_membership: true,
-            clock: Arc::new(SystemClock),
+            clock: callstream_platform::clock::process_clock(),
             metrics: Arc::new(RuntimeMetrics::new(app_id)),
             effects: None,
             shutdown: Arc::new(AtomicBool::new(false)),

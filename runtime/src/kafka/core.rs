@@ -215,7 +215,8 @@ impl Core {
             .min();
         if let Some(due) = next_timer {
             let until = u64::try_from(due.saturating_sub(now_ms)).unwrap_or(0);
-            wait = wait.min(Duration::from_millis(until));
+            // Due in business time; a scaled clock gets there sooner in real time.
+            wait = wait.min(self.config.clock.real_wait(Duration::from_millis(until)));
         }
         wait
     }

@@ -19,7 +19,6 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{middleware, Json, Router};
-use chrono::Utc;
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 
@@ -65,7 +64,7 @@ async fn create(
         kind,
         properties,
         associations,
-        Utc::now(),
+        callstream_platform::clock::now_utc(),
         Instant::now() + lag,
     );
     Ok((StatusCode::CREATED, Json(object.to_json(Shown::All, false))).into_response())
@@ -83,7 +82,7 @@ async fn update(
         kind,
         &id,
         properties,
-        Utc::now(),
+        callstream_platform::clock::now_utc(),
         state.0.auto_create_contacts,
     )?;
     Ok(Json(object.to_json(Shown::All, false)).into_response())

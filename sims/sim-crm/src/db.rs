@@ -209,7 +209,7 @@ mod tests {
     #[test]
     fn duplicates_are_counted_per_type_and_op() {
         let db = Db::default();
-        let now = Utc::now();
+        let now = callstream_platform::clock::now_utc();
         let at = Instant::now();
         for op in ["a", "a", "a", "b"] {
             db.create(ObjectType::Tasks, props(op), vec![], now, at);
@@ -232,7 +232,7 @@ mod tests {
     #[test]
     fn updates_need_the_object_unless_a_contact_may_be_created() {
         let db = Db::default();
-        let now = Utc::now();
+        let now = callstream_platform::clock::now_utc();
         let p = || BTreeMap::from([("firstname".to_string(), "Ada".to_string())]);
         assert!(matches!(
             db.update(ObjectType::Contacts, "c-1", p(), now, false),

@@ -140,7 +140,7 @@ impl CrmState {
     /// Counts one request; `f` sees the counters.
     pub fn count(&self, f: impl FnOnce(&mut RequestStats)) {
         let mut g = lock(&self.0.gate);
-        let now = Utc::now();
+        let now = callstream_platform::clock::now_utc();
         let s = &mut g.stats;
         s.requests_total += 1;
         s.first_request_at.get_or_insert(now);

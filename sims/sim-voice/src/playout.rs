@@ -13,6 +13,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use callstream_platform::clock::{Clock as _, SystemClock};
 use chrono::{DateTime, Utc};
 
 use crate::callback::{status_params, CallFacts, StatusReport};
@@ -29,8 +30,13 @@ pub fn scaled(secs: f64, scale: f64) -> Duration {
     Duration::try_from_secs_f64(real).unwrap_or(Duration::ZERO)
 }
 
+/// When `secs` into the call happens on the process clock: the real offset the call
+/// sleeps (`secs` x `scale`), times the clock's rate (1 on the system clock, so a compressed
+/// call has compressed timestamps; 1/`scale` on a matching scaled clock, so a soak's call
+/// lasts its real length in business time).
 fn real_time(call: &CallFacts, secs: f64, scale: f64) -> DateTime<Utc> {
-    let offset = chrono::Duration::from_std(scaled(secs, scale)).unwrap_or_default();
+    let rate = callstream_platform::clock::process_clock().rate();
+    let offset = chrono::Duration::from_std(scaled(secs, scale * rate)).unwrap_or_default();
     call.created_at + offset
 }
 
@@ -77,7 +83,7 @@ impl Ctx {
         let store = self.state.store();
         for t in &self.plan.transitions {
             sleep_until(self.started, t.at, self.b.time_scale).await;
-            let now = Utc::now();
+            let now = callstream_platform::clock::now_utc();
             let plan = &self.plan;
             store.update(self.generation, &self.call.sid, |c| {
                 c.status = t.status;
@@ -139,7 +145,7 @@ impl Ctx {
         let store = self.state.store();
         let request = SentRequest {
             params,
-            sent_at: Utc::now(),
+            sent_at: callstream_platform::clock::now_utc(),
             response_code: None,
             elapsed_ms: 0,
         };
@@ -212,7 +218,8 @@ impl Ctx {
         let client = &self.state.0.client;
         let key = &self.state.0.analysis_key;
         let code = post(&self.b, self.b.analysis_retries, || {
-            let timestamp = Utc::now().timestamp();
+            // Signature freshness is checked in real time (a transport check).
+            let timestamp = SystemClock.now_unix();
             client
                 .post(url)
                 .header("content-type", "application/json")

@@ -7,8 +7,6 @@
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use chrono::Utc;
-
 use crate::callback::{CallFacts, CallbackTarget};
 use crate::config::{Behaviour, ConfigError, SimVoiceConfig};
 use crate::plan::{self, Amd, CallStatus, CreateFault, Draws, EventSet, PlanInput};
@@ -150,7 +148,7 @@ impl SimState {
         };
         let plan = plan::plan(&b, input, &draws);
         let sid = seed::call_sid(self.0.seed, self.0.salt, index);
-        let now = Utc::now();
+        let now = callstream_platform::clock::now_utc();
         let record = CallRecord {
             index,
             sid: sid.clone(),

@@ -16,6 +16,7 @@ use callstream_runtime::RuntimeConfig;
 
 fn main() -> Result<()> {
     callstream_platform::telemetry::init_tracing("info");
+    callstream_platform::clock::init_from_env()?;
     let config = crm::CrmDispatcherConfig::from_env().context("reading the configuration")?;
     let app_id = std::env::var("CALLSTREAM_APP_ID").unwrap_or_else(|_| crm::APP_ID.into());
     let instance = std::env::var("CALLSTREAM_INSTANCE_ID").unwrap_or_else(|_| "0".into());

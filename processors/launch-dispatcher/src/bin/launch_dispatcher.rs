@@ -16,6 +16,7 @@ use callstream_runtime::RuntimeConfig;
 
 fn main() -> Result<()> {
     callstream_platform::telemetry::init_tracing("warn,callstream_launch_dispatcher=info");
+    callstream_platform::clock::init_from_env()?;
     let instance = std::env::args().nth(1).unwrap_or_else(|| "0".into());
     let app = std::env::var("CALLSTREAM_DISPATCH_APP_ID").unwrap_or_else(|_| APP_ID.into());
     let config = DispatcherConfig::from_env().context("reading the dispatcher configuration")?;

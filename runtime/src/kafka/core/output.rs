@@ -69,9 +69,12 @@ impl Core {
         if let Some(partition) = output.partition {
             record = record.partition(partition);
         }
-        if let Some(timestamp) = output.timestamp_ms {
-            record = record.timestamp(timestamp);
-        }
+        // An output without a cause is stamped with business time, never librdkafka's
+        // system-clock default.
+        let timestamp = output
+            .timestamp_ms
+            .unwrap_or_else(callstream_platform::clock::now_ms);
+        record = record.timestamp(timestamp);
         self.send_record(record);
     }
 
