@@ -83,7 +83,21 @@ pub async fn run_with_stats(
     let names = TopicNames::new(&config.topics, &topics_of(&views));
     let mut source = Source::new(&config.kafka, names, false)?;
     let keys: Vec<String> = views.iter().map(|v| v.offsets_key(Tables::Live)).collect();
-    assign_new(&mut source, &pool, &views, &keys, &mut pauser).await?;
+    // The broker may be away at start (a restart during an outage): wait for it, as the
+    // processors do, rather than exit.
+    let mut wait = Duration::from_millis(500);
+    loop {
+        match assign_new(&mut source, &pool, &views, &keys, &mut pauser).await {
+            Ok(()) => break,
+            Err(ProjectionError::Kafka(error)) => {
+                tracing::warn!(%error, retry_in_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+                    "cannot list the topics yet; waiting for the broker");
+                tokio::time::sleep(wait).await;
+                wait = (wait * 2).min(Duration::from_secs(10));
+            }
+            Err(other) => return Err(other),
+        }
+    }
     tracing::info!(views = ?views.iter().map(|v| v.name()).collect::<Vec<_>>(),
         partitions = source.assigned().count(), "projections running");
     let mut last_discovery = Instant::now();
@@ -104,7 +118,14 @@ pub async fn run_with_stats(
         };
         if last_discovery.elapsed() >= config.metadata_interval {
             last_discovery = Instant::now();
-            assign_new(&mut source, &pool, &views, &keys, &mut pauser).await?;
+            // New topics are looked for again next time; an outage must not stop the views.
+            match assign_new(&mut source, &pool, &views, &keys, &mut pauser).await {
+                Ok(()) => {}
+                Err(ProjectionError::Kafka(error)) => {
+                    tracing::warn!(%error, "topic discovery failed; keeping the partitions assigned");
+                }
+                Err(other) => return Err(other),
+            }
         }
         if batch.records.is_empty() {
             if pipeline.is_idle() {

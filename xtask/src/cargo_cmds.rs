@@ -93,29 +93,16 @@ pub fn demo(layout: &Layout, args: &[String]) -> Result<()> {
     if create_topics(layout)? == Topics::BuildFailed {
         bail!("`callstream` does not build, so the demo cannot run");
     }
-    let bin = layout.callstream_bin();
-    let mut cmd = Command::new(&bin);
-    cmd.arg("demo")
-        .args(args)
-        .envs(stack_env(layout))
-        .current_dir(&layout.repo);
-    // The demo's own log lines would interleave with its progress; the roles it starts
-    // log at info to their files (demo/demo.env) whatever this says.
-    if std::env::var_os("RUST_LOG").is_none() {
-        cmd.env("RUST_LOG", "warn");
-    }
-    println!(
-        "demo: running {} demo {}",
-        layout.show(&bin),
-        args.join(" ")
-    );
-    let status = cmd
-        .status()
-        .with_context(|| format!("running {}", bin.display()))?;
-    if !status.success() {
-        bail!("`callstream demo` failed ({status})");
-    }
-    Ok(())
+    // The main job is a soak's short form: a morning on the scaled clock with production
+    // settings; the user's arguments win over the preset's.
+    crate::soak::run_built(
+        layout,
+        &crate::soak::SoakArgs {
+            plan: crate::soak::demo(),
+            broken: None,
+            demo_args: args.to_vec(),
+        },
+    )
 }
 
 /// The benchmarks there are: the binaries of the `callstream-bench` package.

@@ -66,7 +66,8 @@ enum Cmd {
     ///
     /// Arguments before `--` go to `cargo test --no-run` (`-p callstream-e2e`, `--test demo`),
     /// after it to every test binary (`-- --nocapture`, a name filter). Ours: `--test-jobs N`
-    /// (binaries at once, default 4) and `--no-exclusive` (skip the tests that stop a server of
+    /// (binaries at once, default 4), `--no-soak` (skip the short soak that ends a whole-workspace
+    /// run, see `soak`) and `--no-exclusive` (skip the tests that stop a server of
     /// the stack, which otherwise run alone at the end of a whole-workspace run). Each binary's
     /// output is kept in .stack/test-logs/ and printed when it fails. Tests get
     /// KAFKA_BOOTSTRAP_SERVERS, DATABASE_URL and CALLSTREAM_KAFKA_LIBS. A passing run

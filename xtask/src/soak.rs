@@ -10,7 +10,8 @@
 //! `--short` is the form `cargo xtask test` runs: four business hours from 08:00, one kill of
 //! each role, no stack faults.
 
-use std::process::Command;
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -70,6 +71,9 @@ pub fn full() -> Plan {
             "420s",
             "--crm-outage-for",
             "7s",
+            // the CRM says opted-out leads may be called again, mid-afternoon
+            "--contradict-after",
+            "570s",
             "--timeout",
             "40m",
             "--progress-every",
@@ -111,6 +115,8 @@ pub fn short() -> Plan {
             "60s",
             "--crm-outage-for",
             "7s",
+            "--contradict-after",
+            "100s",
             "--timeout",
             "15m",
             "--progress-every",
@@ -121,45 +127,164 @@ pub fn short() -> Plan {
     }
 }
 
-/// Parses `cargo xtask soak`'s own arguments: `--short`, the rest goes to the demo.
-pub fn plan_for(given: &[String]) -> (Plan, Vec<String>) {
-    let short = given.iter().any(|a| a == "--short");
-    let rest = given.iter().filter(|a| *a != "--short").cloned().collect();
-    (if short { self::short() } else { full() }, rest)
+/// The main job (`cargo xtask demo`): a working morning on the scaled clock with production
+/// settings, every role killed once, no stack faults; about as long as the old compressed demo.
+pub fn demo() -> Plan {
+    Plan {
+        demo_args: args(&[
+            "--control",
+            "demo/soak-control.toml",
+            "--clock-rate",
+            "96",
+            "--clock-start",
+            "yesterday 07:00",
+            "--business-span",
+            "8h",
+            "--contacts",
+            "400",
+            "--burst",
+            "200",
+            "--kill-rounds",
+            "1",
+            "--kill-every",
+            "20s",
+            "--restart-exited",
+            "--pause-campaign",
+            "spring-intake",
+            "--pause-after",
+            "120s",
+            "--pause-for",
+            "38s",
+            "--crm-outage-after",
+            "170s",
+            "--crm-outage-for",
+            "7s",
+            "--contradict-after",
+            "150s",
+            "--timeout",
+            "25m",
+            "--progress-every",
+            "15s",
+        ]),
+        broker_stop: None,
+        postgres_restart: None,
+    }
+}
+
+/// `preset` with the user's own arguments after it; a preset option the user gives again
+/// is left out (clap refuses an option given twice).
+pub fn merge(preset: &[String], user: &[String]) -> Vec<String> {
+    let given = |flag: &str| {
+        user.iter()
+            .any(|u| u == flag || u.starts_with(&format!("{flag}=")))
+    };
+    let mut out = Vec::new();
+    let mut items = preset.iter().peekable();
+    while let Some(item) = items.next() {
+        let value = items.next_if(|v| !v.starts_with("--"));
+        if given(item) {
+            continue;
+        }
+        out.push(item.clone());
+        out.extend(value.cloned());
+    }
+    out.extend(user.iter().cloned());
+    out
+}
+
+/// Promises a debug build can be told to break (`CALLSTREAM_TEST_BREAK`), with the
+/// invariant of the demo's summary that must then fail.
+pub const BREAKS: [(&str, &str); 1] = [("ignore_pauses", "no_call_while_paused")];
+
+/// `cargo xtask soak`'s own arguments: `--short`, `--break <promise>`; the rest goes to
+/// the demo.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SoakArgs {
+    pub plan: Plan,
+    /// (what to break, the invariant that must fail).
+    pub broken: Option<(String, String)>,
+    pub demo_args: Vec<String>,
+}
+
+/// Parses `cargo xtask soak`'s arguments.
+pub fn parse(given: &[String]) -> Result<SoakArgs> {
+    let mut short = false;
+    let mut broken = None;
+    let mut rest = Vec::new();
+    let mut items = given.iter();
+    while let Some(arg) = items.next() {
+        match arg.as_str() {
+            "--short" => short = true,
+            "--break" => {
+                let what = items.next().context("--break needs a promise to break")?;
+                let Some((_, invariant)) = BREAKS.iter().find(|(name, _)| name == what) else {
+                    let known: Vec<_> = BREAKS.iter().map(|(n, _)| *n).collect();
+                    bail!("--break {what}: known are {}", known.join(", "));
+                };
+                broken = Some((what.clone(), (*invariant).to_owned()));
+            }
+            _ => rest.push(arg.clone()),
+        }
+    }
+    Ok(SoakArgs {
+        plan: if short { self::short() } else { full() },
+        broken,
+        demo_args: rest,
+    })
 }
 
 /// Brings the stack up and runs the soak.
 pub fn run(layout: &Layout, given: &[String]) -> Result<()> {
-    let (plan, extra) = plan_for(given);
+    let args = parse(given)?;
     stack::up(layout)?;
     if create_topics(layout)? == Topics::BuildFailed {
         bail!("`callstream` does not build, so the soak cannot run");
     }
-    run_built(layout, &plan, &extra)
+    run_built(layout, &args)
 }
 
-/// Runs `plan` with the `callstream` binary already built and the stack up.
-pub fn run_built(layout: &Layout, plan: &Plan, extra: &[String]) -> Result<()> {
+/// Runs the soak with the `callstream` binary already built and the stack up.
+pub fn run_built(layout: &Layout, args: &SoakArgs) -> Result<()> {
+    let plan = &args.plan;
+    let demo_args = merge(&plan.demo_args, &args.demo_args);
     let bin = layout.callstream_bin();
     let started = Instant::now();
     let mut cmd = Command::new(&bin);
     cmd.arg("demo")
-        .args(&plan.demo_args)
-        .args(extra)
+        .args(&demo_args)
         .envs(stack_env(layout))
-        .current_dir(&layout.repo);
+        .current_dir(&layout.repo)
+        .stdout(Stdio::piped());
     if std::env::var_os("RUST_LOG").is_none() {
         cmd.env("RUST_LOG", "warn");
     }
+    if let Some((what, invariant)) = &args.broken {
+        println!("soak: breaking {what} on purpose (debug build); {invariant} must fail");
+        cmd.env("CALLSTREAM_TEST_BREAK", what);
+    }
     println!(
-        "soak: running {} demo {} {}",
+        "soak: running {} demo {}",
         layout.show(&bin),
-        plan.demo_args.join(" "),
-        extra.join(" ")
+        demo_args.join(" ")
     );
     let mut child = cmd
         .spawn()
         .with_context(|| format!("running {}", bin.display()))?;
+    // Echoed as it comes; the invariants line is kept to judge a deliberately broken run.
+    let stdout = child.stdout.take().context("the soak's output")?;
+    let echo = std::thread::spawn(move || {
+        let mut invariants = None;
+        for line in BufReader::new(stdout)
+            .lines()
+            .map_while(std::io::Result::ok)
+        {
+            println!("{line}");
+            if line.starts_with(r#"{"summary":"invariants""#) {
+                invariants = serde_json::from_str::<serde_json::Value>(&line).ok();
+            }
+        }
+        invariants
+    });
     let (done_tx, done_rx) = mpsc::channel::<()>();
     let faults = {
         let layout = layout.clone();
@@ -167,6 +292,7 @@ pub fn run_built(layout: &Layout, plan: &Plan, extra: &[String]) -> Result<()> {
         std::thread::spawn(move || stack_faults(&layout, &plan, &done_rx))
     };
     let status = child.wait().context("waiting for the soak")?;
+    let invariants = echo.join().ok().flatten();
     let _ = done_tx.send(());
     let fault_result = faults
         .join()
@@ -176,10 +302,22 @@ pub fn run_built(layout: &Layout, plan: &Plan, extra: &[String]) -> Result<()> {
         println!("soak: could not bring the stack back up: {e:#}");
     }
     fault_result?;
+    let seconds = started.elapsed().as_secs_f64();
+    if let Some((what, invariant)) = &args.broken {
+        let caught = invariants
+            .as_ref()
+            .and_then(|i| i.get(invariant))
+            .and_then(serde_json::Value::as_bool)
+            == Some(false);
+        if !status.success() && caught {
+            println!("soak: {what} was broken on purpose and {invariant} failed, as it must ({seconds:.0} s)");
+            return Ok(());
+        }
+        bail!("{what} was broken on purpose but {invariant} did not fail ({status}): the soak would miss it");
+    }
     println!(
-        "soak: {} after {:.0} s",
-        if status.success() { "passed" } else { "FAILED" },
-        started.elapsed().as_secs_f64()
+        "soak: {} after {seconds:.0} s",
+        if status.success() { "passed" } else { "FAILED" }
     );
     if !status.success() {
         bail!("the soak failed ({status}); its summary above says which invariant");
@@ -235,14 +373,43 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_short_form_is_chosen_by_flag_and_the_rest_reaches_the_demo() {
-        let given = args(&["--short", "--seed", "9"]);
-        let (plan, rest) = plan_for(&given);
-        assert_eq!(plan, short());
-        assert_eq!(rest, args(&["--seed", "9"]));
-        let (plan, rest) = plan_for(&[]);
-        assert_eq!(plan, full());
-        assert!(rest.is_empty());
+    fn the_short_form_and_a_break_are_chosen_by_flag_and_the_rest_reaches_the_demo() {
+        let parsed = parse(&args(&[
+            "--short",
+            "--seed",
+            "9",
+            "--break",
+            "ignore_pauses",
+        ]))
+        .unwrap();
+        assert_eq!(parsed.plan, short());
+        assert_eq!(parsed.demo_args, args(&["--seed", "9"]));
+        assert_eq!(
+            parsed.broken,
+            Some(("ignore_pauses".into(), "no_call_while_paused".into()))
+        );
+        let parsed = parse(&[]).unwrap();
+        assert_eq!(parsed.plan, full());
+        assert!(parsed.demo_args.is_empty() && parsed.broken.is_none());
         assert!(full().broker_stop.is_some() && full().postgres_restart.is_some());
+        let merged = merge(
+            &args(&["--contacts", "300", "--restart-exited", "--seed", "1"]),
+            &args(&["--seed", "9", "--keep-running"]),
+        );
+        assert_eq!(
+            merged,
+            args(&[
+                "--contacts",
+                "300",
+                "--restart-exited",
+                "--seed",
+                "9",
+                "--keep-running"
+            ])
+        );
+        let refused = parse(&args(&["--break", "everything"]))
+            .unwrap_err()
+            .to_string();
+        assert!(refused.contains("ignore_pauses"), "{refused}");
     }
 }

@@ -50,6 +50,8 @@ pub struct TestArgs {
     pub jobs: usize,
     /// Whether to run the [`EXCLUSIVE`] tests at the end.
     pub exclusive: bool,
+    /// Whether to end with a short soak (`cargo xtask soak --short`), alone.
+    pub soak: bool,
 }
 
 impl TestArgs {
@@ -59,6 +61,7 @@ impl TestArgs {
         let mut parsed = TestArgs {
             jobs: DEFAULT_JOBS,
             exclusive: true,
+            soak: true,
             ..TestArgs::default()
         };
         let mut rest = args.iter();
@@ -69,6 +72,7 @@ impl TestArgs {
                     break;
                 }
                 "--no-exclusive" => parsed.exclusive = false,
+                "--no-soak" => parsed.soak = false,
                 "--test-jobs" => {
                     let n = rest.next().ok_or("--test-jobs needs a number")?;
                     parsed.jobs = parse_jobs(n)?;
@@ -83,6 +87,7 @@ impl TestArgs {
         // asks for something narrower than the whole suite.
         if !parsed.selects_everything() {
             parsed.exclusive = false;
+            parsed.soak = false;
         }
         Ok(parsed)
     }

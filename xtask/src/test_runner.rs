@@ -116,6 +116,27 @@ pub fn test(layout: &Layout, args: &[String]) -> Result<()> {
         }
     }
 
+    if args.soak && layout.callstream_bin().is_file() {
+        // The whole pipeline as processes, on the scaled clock, every role killed once: a
+        // broken invariant fails CI. Alone, as it runs a dozen processes of its own.
+        match std::env::current_exe() {
+            Ok(xtask) => {
+                let mut command = Command::new(xtask);
+                command.args(["soak", "--short"]).current_dir(&layout.repo);
+                println!("test: a short soak (four business hours at 96x, every role killed once)");
+                outcomes.extend(run_pool(
+                    vec![Job {
+                        label: "soak --short".into(),
+                        command,
+                    }],
+                    1,
+                    &logs,
+                ));
+            }
+            Err(e) => println!("test: warning: no soak, the xtask binary is not found: {e}"),
+        }
+    }
+
     for o in &outcomes {
         durations.insert(o.label.clone(), o.seconds);
     }

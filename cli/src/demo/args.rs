@@ -60,6 +60,10 @@ pub struct DemoArgs {
     /// (after Ctrl-C with --keep-running).
     #[arg(long, alias = "delete-topics")]
     pub clean_up: bool,
+    /// How long after the workload is sent the CRM contradicts the leads who opted out in a
+    /// call (a launch request saying they may be called again).
+    #[arg(long, default_value = "120s", value_parser = parse_duration)]
+    pub contradict_after: Duration,
     /// Run on a scaled clock this many times faster than real time, so production timings
     /// (75 s slots, a 20-minute completion window) pass in minutes. Every role gets the same
     /// CALLSTREAM_CLOCK; the voice simulator's calls are shortened by the same factor.
@@ -82,8 +86,8 @@ pub struct DemoArgs {
     /// Real time between two kills.
     #[arg(long, default_value = "8s", value_parser = parse_duration)]
     pub kill_every: Duration,
-    /// Start a role that stops on its own again, as a supervisor would (at most 5 times a
-    /// role); without it such a stop ends the run.
+    /// Start a role that stops on its own again, as a supervisor would (with a backoff, at
+    /// most 8 times a role); without it such a stop ends the run.
     #[arg(long)]
     pub restart_exited: bool,
     /// A second member of this processor kind joins its group for part of the run.

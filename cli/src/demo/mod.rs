@@ -44,15 +44,13 @@ pub use args::DemoArgs;
 use children::Children;
 use setup::Run;
 
-/// How long after the workload the CRM contradicts the leads' opt-outs.
-const CONTRADICTION_DELAY: Duration = Duration::from_secs(120);
-
 /// How long the topics must be quiet before the run counts as settled.
 const QUIET: Duration = Duration::from_secs(4);
 /// How long roles get to become ready.
 const READY_LIMIT: Duration = Duration::from_secs(120);
-/// How often a supervised role may stop on its own before the run fails.
-const MAX_RESTARTS: u32 = 5;
+/// How often a supervised role may stop on its own before the run fails (the broker's
+/// 30 s outage in a soak may stop a role a few times while it is away).
+const MAX_RESTARTS: u32 = 8;
 /// How long a role gets to stop after SIGTERM.
 const STOP_GRACE: Duration = Duration::from_secs(15);
 
@@ -297,6 +295,7 @@ async fn drive(
     let mut last_progress = Instant::now();
     // Roles a supervisor restarted after they stopped on their own (--restart-exited).
     let mut restarted: std::collections::BTreeMap<String, u32> = Default::default();
+    let mut restart_due: std::collections::BTreeMap<String, Instant> = Default::default();
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     let shutdown = crate::signals::shutdown_signal();
     tokio::pin!(shutdown);
@@ -320,9 +319,9 @@ async fn drive(
                     run.clone(),
                     settings.clone(),
                     plan.launches.clone(),
-                    CONTRADICTION_DELAY,
+                    args.contradict_after,
                 )));
-                faults_until = faults_until.max(Instant::now() + CONTRADICTION_DELAY + Duration::from_secs(5));
+                faults_until = faults_until.max(Instant::now() + args.contradict_after + Duration::from_secs(5));
             }
             said = async { contradictions.as_mut().map(|f| f.as_mut()).expect("checked").await },
                 if contradictions.is_some() => {
@@ -341,14 +340,34 @@ async fn drive(
             chaos.tick(children, &label).await?;
         }
         for (name, status, log) in children.exited() {
+            if restart_due.contains_key(&name) {
+                continue;
+            }
             let restarts = restarted.entry(name.clone()).or_insert(0u32);
             if !args.restart_exited || *restarts >= MAX_RESTARTS {
                 bail!("{name} stopped on its own ({status}); the end of its log:\n{log}");
             }
             *restarts += 1;
+            // A supervisor's backoff: 1, 2, 4, 8, 16 s.
+            let delay = Duration::from_secs(1 << (*restarts - 1).min(4));
+            let last_line = log
+                .lines()
+                .find(|l| l.contains("Caused by") || l.starts_with("Error"))
+                .unwrap_or_default();
             println!(
-                "demo: {name} stopped on its own ({status}); started again (restart {restarts} of at most {MAX_RESTARTS}); the end of its log:\n{log}"
+                "demo: {name} stopped on its own ({status}: {last_line}); starting it again in {} s (restart {restarts} of at most {MAX_RESTARTS}; log in {})",
+                delay.as_secs(),
+                run.log_dir.display()
             );
+            restart_due.insert(name, Instant::now() + delay);
+        }
+        let due: Vec<String> = restart_due
+            .iter()
+            .filter(|(_, at)| **at <= Instant::now())
+            .map(|(name, _)| name.clone())
+            .collect();
+        for name in due {
+            restart_due.remove(&name);
             children.kill_and_restart(&name).await?;
         }
         let mut pending = match reader.tally.lock() {

@@ -157,3 +157,23 @@ fn the_result_deadline_covers_sending_answering_and_settling() {
     assert_eq!(policy.send_by_ms(1_000), 31_000);
     assert_eq!(policy.result_deadline_ms(1_000), 31_000 + 10_000 + 5_000);
 }
+
+#[test]
+fn on_a_scaled_clock_the_timers_cover_as_much_real_time() {
+    let policy = DispatchPolicy::default();
+    let scaled = callstream_runtime::ScaledClock::new(0, 0, 96.0).unwrap();
+    let stretched = policy.in_business_time(&scaled);
+    // The search still waits out 5 real seconds of index lag: 8 business minutes at 96x.
+    assert_eq!(stretched.settle, Duration::from_secs(5 * 96));
+    assert_eq!(
+        stretched.result_deadline_ms(0),
+        policy.result_deadline_ms(0) * 96
+    );
+    assert_eq!(stretched.retry.max_failures, policy.retry.max_failures);
+    assert_eq!(stretched.retry.max_delay, policy.retry.max_delay * 96);
+    // The system clock changes nothing.
+    assert_eq!(
+        policy.in_business_time(&callstream_runtime::SystemClock),
+        policy
+    );
+}

@@ -143,3 +143,22 @@ fn a_placeholder_twilio_credential_is_refused_by_name_without_its_value() {
         assert!(!error.contains(value), "{error}");
     }
 }
+
+#[test]
+fn on_a_scaled_clock_the_timers_cover_as_much_real_time() {
+    let policy = DispatchPolicy::default();
+    let scaled = callstream_runtime::ScaledClock::new(0, 0, 96.0).unwrap();
+    let stretched = policy.in_business_time(&scaled);
+    // A reconciliation still waits for a create that takes its full real timeout.
+    assert_eq!(stretched.request_timeout, policy.request_timeout * 96);
+    assert_eq!(stretched.send_deadline, policy.send_deadline * 96);
+    assert_eq!(stretched.settle, policy.settle * 96);
+    assert_eq!(stretched.retry.base_delay, policy.retry.base_delay * 96);
+    // Business durations stay as configured.
+    assert_eq!(stretched.ledger_retention, policy.ledger_retention);
+    assert_eq!(stretched.max_lookups, policy.max_lookups);
+    assert_eq!(
+        policy.in_business_time(&callstream_runtime::SystemClock),
+        policy
+    );
+}

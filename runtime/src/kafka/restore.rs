@@ -162,7 +162,13 @@ fn read_to_end(
                     }
                 }
             }
-            Some(Err(error)) => return Err(error),
+            // Only a fatal error ends the restore. Others (the broker away, or an outage's
+            // errors queued before this assignment) pass: librdkafka reconnects by itself,
+            // and a processor that exits on them would crash-loop through every outage.
+            Some(Err(error @ KafkaError::MessageConsumptionFatal(_))) => return Err(error),
+            Some(Err(error)) => {
+                tracing::warn!(what, %error, "consumer error while restoring; going on");
+            }
         }
         if last_report.elapsed() >= Duration::from_secs(2) {
             last_report = Instant::now();
