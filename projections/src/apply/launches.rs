@@ -1,4 +1,5 @@
-//! The launches view: every launch with its status, its (greatest) completion and its
+//! The launches view: every launch with its status, its completion (the platform's own,
+//! else the greatest recovered one) and its
 //! missing-completion case; and delivery per tenant and 10-minute bucket of acceptance,
 //! equal to a count over `launches` at every commit.
 //!
@@ -27,6 +28,13 @@ fn status_rank(status: LaunchStatus) -> i16 {
         | LaunchStatus::Shadow
         | LaunchStatus::Held => 2,
     }
+}
+
+/// Which completion a launch keeps: the platform's own report over a recovered one (a
+/// launch the platform reported counts as delivered, whatever recovery also found), then
+/// the greatest `(at, event id)`. The SQL upsert below orders the same way.
+fn completion_rank(c: &Completion) -> (bool, Timestamp, Uuid) {
+    (c.3 == "live", c.0, c.1)
 }
 
 /// The status a launch result gives: `(status, rank, at, event id)`.
@@ -77,7 +85,10 @@ impl Merge for LaunchRow<'_> {
         }
         self.accepted_at = least(self.accepted_at, later.accepted_at);
         if let Some(c) = later.completion {
-            if self.completion.is_none_or(|m| (c.0, c.1) > (m.0, m.1)) {
+            if self
+                .completion
+                .is_none_or(|m| completion_rank(&c) > completion_rank(&m))
+            {
                 self.completion = Some(c);
             }
         }
@@ -239,7 +250,7 @@ async fn write(
         &["status", "status_rank", "status_event_id", "status_at"],
     );
     let completion = take(
-        "t.completed_at IS NULL OR (EXCLUDED.completed_at, EXCLUDED.completion_event_id) > (t.completed_at, t.completion_event_id)",
+        "t.completed_at IS NULL OR (EXCLUDED.completion_source = 'live', EXCLUDED.completed_at, EXCLUDED.completion_event_id) > (t.completion_source = 'live', t.completed_at, t.completion_event_id)",
         &["completion_event_id", "outcome", "completion_source", "completed_at"],
     );
     let missing = take(
