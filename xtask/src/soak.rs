@@ -256,7 +256,9 @@ pub fn run_built(layout: &Layout, args: &SoakArgs) -> Result<()> {
         .current_dir(&layout.repo)
         .stdout(Stdio::piped());
     if std::env::var_os("RUST_LOG").is_none() {
-        cmd.env("RUST_LOG", "warn");
+        // The orchestrator's own reader would log every broker error of the outage; the
+        // roles log at info to their files whatever this says.
+        cmd.env("RUST_LOG", "warn,librdkafka=off,rdkafka::client=off");
     }
     if let Some((what, invariant)) = &args.broken {
         println!("soak: breaking {what} on purpose (debug build); {invariant} must fail");

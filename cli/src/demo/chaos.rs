@@ -5,7 +5,7 @@
 //! The schedule is drawn up front from the run's seed: `rounds` kills of every role, in
 //! shuffled order, one in each `every`-long interval at a random moment in it. Each fault
 //! is printed with its real and business time, and the time each role took to answer its
-//! readiness probe again is kept for the summary.
+//! readiness probe again (polled every 20 ms from the kill) is kept for the summary.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -40,8 +40,9 @@ pub struct Chaos {
     /// The extra member: (kind, start, stop).
     extra: Option<(String, Instant, Instant)>,
     extra_running: bool,
-    /// Killed roles not yet ready again: (role, killed at).
-    waiting: Vec<(String, Instant)>,
+    /// Killed roles not yet ready again: (role, a task polling its readiness every 20 ms
+    /// that answers how long it took, or `None` if it never answered).
+    waiting: Vec<(String, tokio::task::JoinHandle<Option<u64>>)>,
     pub report: ChaosReport,
 }
 
@@ -103,11 +104,16 @@ impl Chaos {
         let now = Instant::now();
         while self.kills.first().is_some_and(|(at, _)| *at <= now) {
             let (_, role) = self.kills.remove(0);
+            let killed_at = Instant::now();
             if children.kill_and_restart(&role).await? {
                 println!("chaos: {label}: SIGKILL {role}, started again");
                 *self.report.kills.entry(role.clone()).or_default() += 1;
-                self.waiting.retain(|(r, _)| *r != role);
-                self.waiting.push((role, Instant::now()));
+                // Roles without an HTTP probe (the projections) are not timed.
+                if let Some(url) = children.ready_url(&role) {
+                    self.waiting.retain(|(r, _)| *r != role);
+                    self.waiting
+                        .push((role, tokio::spawn(time_until_ready(url, killed_at))));
+                }
             }
         }
         if let Some((kind, from, until)) = self.extra.clone() {
@@ -127,12 +133,14 @@ impl Chaos {
             }
         }
         let mut still = Vec::new();
-        for (role, killed_at) in std::mem::take(&mut self.waiting) {
-            if children.ready(&role).await {
-                let ms = u64::try_from(killed_at.elapsed().as_millis()).unwrap_or(u64::MAX);
-                self.report.ready_again_ms.entry(role).or_default().push(ms);
+        for (role, poll) in std::mem::take(&mut self.waiting) {
+            if poll.is_finished() {
+                match poll.await.ok().flatten() {
+                    Some(ms) => self.report.ready_again_ms.entry(role).or_default().push(ms),
+                    None => self.report.never_ready.push(role),
+                }
             } else {
-                still.push((role, killed_at));
+                still.push((role, poll));
             }
         }
         self.waiting = still;
@@ -141,9 +149,33 @@ impl Chaos {
 
     /// Ends the chaos: the roles still not ready are reported.
     pub fn finish(mut self) -> ChaosReport {
-        self.report.never_ready = self.waiting.into_iter().map(|(r, _)| r).collect();
+        for (role, poll) in self.waiting {
+            poll.abort();
+            self.report.never_ready.push(role);
+        }
         self.report
     }
+}
+
+/// How long after `killed_at` `url` first answers 200, polled every 20 ms for at most
+/// five minutes.
+async fn time_until_ready(url: String, killed_at: Instant) -> Option<u64> {
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(1))
+        .build()
+        .ok()?;
+    while killed_at.elapsed() < Duration::from_secs(300) {
+        if client
+            .get(&url)
+            .send()
+            .await
+            .is_ok_and(|r| r.status().is_success())
+        {
+            return u64::try_from(killed_at.elapsed().as_millis()).ok();
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    None
 }
 
 /// The name of a kind's second member.

@@ -200,12 +200,15 @@ impl Children {
         Ok(true)
     }
 
-    /// Whether the running child `name` answers its readiness probe.
-    pub async fn ready(&self, name: &str) -> bool {
-        match self.running.iter().find(|r| r.role.name == name) {
-            Some(r) => self.is_ready(&r.role.ready).await,
-            None => false,
-        }
+    /// The readiness URL of the running child `name`, if it serves one.
+    pub fn ready_url(&self, name: &str) -> Option<String> {
+        self.running
+            .iter()
+            .find(|r| r.role.name == name)
+            .and_then(|r| match &r.role.ready {
+                Ready::Http(url) => Some(url.clone()),
+                Ready::Sql { .. } => None,
+            })
     }
 
     /// The role of the running child `name`, to start a second member of its kind.
