@@ -350,12 +350,9 @@ async fn drive(
             *restarts += 1;
             // A supervisor's backoff: 1, 2, 4, 8, 16 s.
             let delay = Duration::from_secs(1 << (*restarts - 1).min(4));
-            let last_line = log
-                .lines()
-                .find(|l| l.contains("Caused by") || l.starts_with("Error"))
-                .unwrap_or_default();
+            let why = why_it_stopped(&run.log_dir.join(format!("{name}.log")));
             println!(
-                "demo: {name} stopped on its own ({status}: {last_line}); starting it again in {} s (restart {restarts} of at most {MAX_RESTARTS}; log in {})",
+                "demo: {name} stopped on its own ({status}: {why}); starting it again in {} s (restart {restarts} of at most {MAX_RESTARTS}; log in {})",
                 delay.as_secs(),
                 run.log_dir.display()
             );
@@ -439,6 +436,17 @@ async fn drive(
             ..chaos.map(chaos::Chaos::finish).unwrap_or_default()
         },
     })
+}
+
+/// The first cause of the last error a role's log ends with (`Caused by:` then `0: ...`).
+fn why_it_stopped(log: &std::path::Path) -> String {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines
+        .iter()
+        .rposition(|l| l.trim() == "Caused by:")
+        .and_then(|i| lines.get(i + 1))
+        .map_or_else(|| "no error in its log".to_owned(), |l| l.trim().to_owned())
 }
 
 /// The business time in US Central, for progress and fault lines.
