@@ -251,7 +251,7 @@ fn dial(mut entry: Entry, env: &Env<'_>) -> Step {
     // Never sent after its slot or its window: the handler drops a create
     // whose deadline passed while it waited (for the rate limiter, or a
     // busy executor), and the next dial holds the launch.
-    let send_by_ms = [launch.slot_ends_at_ms, launch.expires_at_ms]
+    let send_by_ms = [launch.slot_ends_at_ms, last_send_in_window(launch)]
         .into_iter()
         .flatten()
         .fold(env.policy.send_by_ms(env.now_ms), i64::min);
@@ -393,7 +393,7 @@ fn hold(launch: &Launch, env: &Env<'_>) -> Option<(&'static str, String)> {
             format!("{} at the last hop", pause.replace('_', " ")),
         ));
     }
-    if launch.expires_at_ms.is_some_and(|at| env.now_ms > at) {
+    if last_send_in_window(launch).is_some_and(|at| env.now_ms > at) {
         return Some(("window_closed", "the calling window closed".to_owned()));
     }
     if let Some(end) = launch.slot_ends_at_ms.filter(|end| env.now_ms > *end) {
@@ -404,6 +404,17 @@ fn hold(launch: &Launch, env: &Env<'_>) -> Option<(&'static str, String)> {
         ));
     }
     None
+}
+
+/// How much of its calling window a create must leave: the provider places (and stamps) the
+/// call after the create leaves, and the phone must not ring after the window closes.
+pub const WINDOW_MARGIN_MS: i64 = 60_000;
+
+/// The last moment a create may leave for `launch`'s window, if it has one.
+fn last_send_in_window(launch: &Launch) -> Option<i64> {
+    launch
+        .expires_at_ms
+        .map(|at| at.saturating_sub(WINDOW_MARGIN_MS))
 }
 
 fn gave_up(attempts: u32, reason: &str, detail: Option<&str>) -> String {

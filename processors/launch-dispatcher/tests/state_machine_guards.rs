@@ -60,7 +60,7 @@ fn launches_that_cannot_be_dialed_fail_with_their_reason_and_call_no_one() {
 }
 
 /// The last hop (issue 14, holes 4 and 5): a pause covering the launch, a
-/// calling window that has closed, or a slot that has passed holds the
+/// calling window that has closed (or has less than a minute left), or a slot that has passed holds the
 /// launch, with its reason, no exception and no call; the workflow plans it
 /// again. A pause set after the command's first attempt holds its retry.
 #[test]
@@ -72,8 +72,15 @@ fn the_last_hop_holds_launches_a_pause_a_closed_window_or_a_passed_slot_covers()
     slot_passed.slot_ends_at = Some(at(START - 1));
     let mut in_slot = command(42);
     in_slot.slot_ends_at = Some(at(START + 1_000));
-    let cases: [Case; 5] = [
+    // A create must leave a minute of the window: the phone must not ring after it closes.
+    let mut window_closing = command(45);
+    window_closing.expires_at = Some(at(START + 30_000));
+    let mut window_open = command(46);
+    window_open.expires_at = Some(at(START + 120_000));
+    let cases: [Case; 7] = [
         (window_closed, None, Some("window_closed")),
+        (window_closing, None, Some("window_closed")),
+        (window_open, None, None),
         (slot_passed, None, Some("slot_passed")),
         (
             command(43),
