@@ -296,6 +296,7 @@ async fn drive(
     // Roles a supervisor restarted after they stopped on their own (--restart-exited).
     let mut restarted: std::collections::BTreeMap<String, u32> = Default::default();
     let mut restart_due: std::collections::BTreeMap<String, Instant> = Default::default();
+    let mut day_over = false;
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     let shutdown = crate::signals::shutdown_signal();
     tokio::pin!(shutdown);
@@ -334,6 +335,25 @@ async fn drive(
                 }
             }
             _ = tick.tick() => {}
+        }
+        // The end of the business span: a system pause, as at the end of a working day. No
+        // call leaves from now on; calls under way finish and the pipeline settles.
+        if let Some(end) = business_end_ms.filter(|end| !day_over && now_ms() >= *end) {
+            day_over = true;
+            let mut closed = run.control.clone();
+            closed.system_paused = Some(true);
+            setup::apply_control(run, &closed, "demo: the business span is over").await?;
+            if let Ok(mut w) = pause_windows.lock() {
+                w.push(promises::PauseWindow {
+                    campaign: promises::EVERY_CAMPAIGN.into(),
+                    from_ms: end.max(now_ms()),
+                    to_ms: i64::MAX,
+                });
+            }
+            println!(
+                "demo: the business span ended ({}); system paused: no call leaves from now on",
+                business_label()
+            );
         }
         if let Some(chaos) = chaos.as_mut() {
             let label = format!("+{} s, {}", start.elapsed().as_secs(), business_label());
@@ -379,8 +399,12 @@ async fn drive(
         pending.faults_running = Instant::now() < faults_until
             || contradictions.is_some()
             || chaos.as_ref().is_some_and(chaos::Chaos::active);
-        // A run over a business span lasts at least that span.
+        // A run over a business span lasts at least that span; the jobs its closing pause
+        // holds stay held.
         pending.workload_running |= business_end_ms.is_some_and(|end| now_ms() < end);
+        if day_over {
+            pending.held = 0;
+        }
         pending.lag = reader.lag();
         pending.idle = reader.idle();
         if last_progress.elapsed() >= args.progress_every {

@@ -38,6 +38,9 @@ pub struct PauseWindow {
     pub to_ms: i64,
 }
 
+/// The campaign name of a pause that covers every campaign (a system pause).
+pub const EVERY_CAMPAIGN: &str = "*";
+
 /// How long (real time) `control` may take to reach the dispatcher once written.
 const PAUSE_PROPAGATION_MS: i64 = 1_000;
 
@@ -182,7 +185,7 @@ fn paused(calls: &[Call], pauses: &[PauseWindow]) -> Check {
     for c in calls {
         check.saw();
         let covered = pauses.iter().find(|p| {
-            p.campaign == c.campaign
+            (p.campaign == c.campaign || p.campaign == EVERY_CAMPAIGN)
                 && c.created_ms > p.from_ms + pause_propagation_ms()
                 && c.created_ms < p.to_ms
         });
