@@ -24,6 +24,8 @@ use crate::{kafka, postgres, stack};
 /// What one soak runs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Plan {
+    /// What the run is called in its own lines (`soak`, `demo`).
+    pub name: &'static str,
     /// Arguments for `callstream demo`.
     pub demo_args: Vec<String>,
     /// (after, for): when the broker is stopped, real time after the demo starts, and for how long.
@@ -39,6 +41,7 @@ fn args(list: &[&str]) -> Vec<String> {
 /// The whole day.
 pub fn full() -> Plan {
     Plan {
+        name: "soak",
         demo_args: args(&[
             "--control",
             "demo/soak-control.toml",
@@ -87,6 +90,7 @@ pub fn full() -> Plan {
 /// Four business hours from 08:00 Central: what CI runs.
 pub fn short() -> Plan {
     Plan {
+        name: "soak",
         demo_args: args(&[
             "--control",
             "demo/soak-control.toml",
@@ -131,6 +135,7 @@ pub fn short() -> Plan {
 /// settings, every role killed once, no stack faults; about as long as the old compressed demo.
 pub fn demo() -> Plan {
     Plan {
+        name: "demo",
         demo_args: args(&[
             "--control",
             "demo/soak-control.toml",
@@ -261,11 +266,15 @@ pub fn run_built(layout: &Layout, args: &SoakArgs) -> Result<()> {
         cmd.env("RUST_LOG", "warn,librdkafka=off,rdkafka::client=off");
     }
     if let Some((what, invariant)) = &args.broken {
-        println!("soak: breaking {what} on purpose (debug build); {invariant} must fail");
+        println!(
+            "{}: breaking {what} on purpose (debug build); {invariant} must fail",
+            plan.name
+        );
         cmd.env("CALLSTREAM_TEST_BREAK", what);
     }
     println!(
-        "soak: running {} demo {}",
+        "{}: running {} demo {}",
+        plan.name,
         layout.show(&bin),
         demo_args.join(" ")
     );
@@ -301,7 +310,7 @@ pub fn run_built(layout: &Layout, args: &SoakArgs) -> Result<()> {
         .map_err(|_| anyhow::anyhow!("the stack-fault thread panicked"))?;
     // Whatever happened, the stack is left up for the next command.
     if let Err(e) = stack::up(layout) {
-        println!("soak: could not bring the stack back up: {e:#}");
+        println!("{}: could not bring the stack back up: {e:#}", plan.name);
     }
     fault_result?;
     let seconds = started.elapsed().as_secs_f64();
@@ -312,17 +321,24 @@ pub fn run_built(layout: &Layout, args: &SoakArgs) -> Result<()> {
             .and_then(serde_json::Value::as_bool)
             == Some(false);
         if !status.success() && caught {
-            println!("soak: {what} was broken on purpose and {invariant} failed, as it must ({seconds:.0} s)");
+            println!(
+                "{}: {what} was broken on purpose and {invariant} failed, as it must ({seconds:.0} s)",
+                plan.name
+            );
             return Ok(());
         }
         bail!("{what} was broken on purpose but {invariant} did not fail ({status}): the soak would miss it");
     }
     println!(
-        "soak: {} after {seconds:.0} s",
+        "{}: {} after {seconds:.0} s",
+        plan.name,
         if status.success() { "passed" } else { "FAILED" }
     );
     if !status.success() {
-        bail!("the soak failed ({status}); its summary above says which invariant");
+        bail!(
+            "the {} failed ({status}); its summary above says which invariant",
+            plan.name
+        );
     }
     Ok(())
 }
