@@ -124,6 +124,10 @@ fn calls(sim_calls: &Value, default_tenant: &str) -> Vec<Call> {
 }
 
 fn at(ms: i64) -> String {
+    if ms == i64::MAX {
+        // A pause never lifted during the run.
+        return "the end of the run".into();
+    }
     DateTime::from_timestamp_millis(ms)
         .map(|t| t.format("%H:%M:%S%.3fZ").to_string())
         .unwrap_or_default()
