@@ -3,7 +3,8 @@
 //! minutes; business time stays behind real time, as Kafka refuses records from the future)
 //! with production settings (`demo/soak-control.toml`), every role but the simulators
 //! SIGKILLed at random three times, a second member of one processor kind for part of the
-//! day, a campaign paused for a business hour, a CRM outage of ten business minutes, and,
+//! day, a campaign paused for a business hour, a CRM outage of ten business minutes, the voice
+//! platform answering 502/504 after placing 1% of calls, and,
 //! from here (the demo does not own the stack), the broker stopped for 30 s and Postgres
 //! restarted. The demo's invariants decide the exit status.
 //!
@@ -26,6 +27,8 @@ use crate::{kafka, postgres, stack};
 pub struct Plan {
     /// What the run is called in its own lines (`soak`, `demo`).
     pub name: &'static str,
+    /// Environment on top of demo/demo.env (the demo's own environment wins over the file).
+    pub env: Vec<(&'static str, &'static str)>,
     /// Arguments for `callstream demo`.
     pub demo_args: Vec<String>,
     /// (after, for): when the broker is stopped, real time after the demo starts, and for how long.
@@ -42,6 +45,8 @@ fn args(list: &[&str]) -> Vec<String> {
 pub fn full() -> Plan {
     Plan {
         name: "soak",
+        // The voice platform also answers 502/504 after it placed the call (1%).
+        env: vec![("SIM_VOICE_CREATE_ACCEPTED_THEN_ERROR_SHARE", "0.01")],
         demo_args: args(&[
             "--control",
             "demo/soak-control.toml",
@@ -91,6 +96,7 @@ pub fn full() -> Plan {
 pub fn short() -> Plan {
     Plan {
         name: "soak",
+        env: Vec::new(),
         demo_args: args(&[
             "--control",
             "demo/soak-control.toml",
@@ -136,6 +142,7 @@ pub fn short() -> Plan {
 pub fn demo() -> Plan {
     Plan {
         name: "demo",
+        env: Vec::new(),
         demo_args: args(&[
             "--control",
             "demo/soak-control.toml",
@@ -258,6 +265,7 @@ pub fn run_built(layout: &Layout, args: &SoakArgs) -> Result<()> {
     cmd.arg("demo")
         .args(&demo_args)
         .envs(stack_env(layout))
+        .envs(plan.env.iter().copied())
         .current_dir(&layout.repo)
         .stdout(Stdio::piped());
     if std::env::var_os("RUST_LOG").is_none() {
