@@ -77,6 +77,8 @@ pub struct Invariants {
     /// when the platform lost the call), and no missing case left open.
     pub every_dropped_completion_closed: bool,
     pub views_agree_with_topics: bool,
+    /// Nothing reached the dead-letter topic, and every record on the topics decoded.
+    pub no_dead_letters: bool,
     pub operator_api_answers: bool,
     pub settled: bool,
 }
@@ -92,7 +94,7 @@ impl Invariants {
     }
 
     /// Every invariant, with its name.
-    pub fn all(&self) -> [(&'static str, bool); 15] {
+    pub fn all(&self) -> [(&'static str, bool); 16] {
         [
             ("every launch request accepted", self.every_request_accepted),
             ("launches went out when due", self.launches_when_due),
@@ -125,6 +127,7 @@ impl Invariants {
                 self.every_dropped_completion_closed,
             ),
             ("views agree with the topics", self.views_agree_with_topics),
+            ("no dead letters", self.no_dead_letters),
             ("operator API answers", self.operator_api_answers),
             ("pipeline settled", self.settled),
         ]
@@ -173,6 +176,7 @@ pub fn build(t: &Tally, sims: &SimStats, cx: Context<'_>) -> Summary {
             && completions.unresolved == 0
             && completions.still_open == 0,
         views_agree_with_topics: cx.views.agree(),
+        no_dead_letters: exceptions.dead_letters == 0 && exceptions.undecodable == 0,
         operator_api_answers: cx.api.as_ref().is_some_and(Api::answered),
         settled: cx.run.settled,
     };
