@@ -119,6 +119,7 @@ pub async fn print_summary(src: Sources<'_>) -> Vec<&'static str> {
     if let Some(api) = &summary.api {
         print!("{}", api::text(api, args.keep_running));
     }
+    println!("{}", latency_line(&tally.completion_to_plan_ms()));
     let mut failed = summary.invariants.failed();
     if !outcome.chaos.kills.is_empty()
         || outcome.chaos.extra_member.is_some()
@@ -134,6 +135,29 @@ pub async fn print_summary(src: Sources<'_>) -> Vec<&'static str> {
         }
     }
     failed
+}
+
+/// `{"summary":"latency",...}`: from a completion webhook's arrival at the gateway to the
+/// next job it planned, in real ms (business time divided by the clock's rate).
+fn latency_line(business_ms: &[i64]) -> String {
+    let rate = callstream_platform::clock::process_clock().rate();
+    let real = |q: f64| {
+        let i = ((business_ms.len() as f64 - 1.0) * q).round() as usize;
+        business_ms
+            .get(i)
+            .map(|ms| (*ms as f64 / rate * 10.0).round() / 10.0)
+    };
+    serde_json::json!({
+        "summary": "latency",
+        "completion_to_next_plan_real_ms": {
+            "count": business_ms.len(),
+            "p50": real(0.5),
+            "p99": real(0.99),
+            "max": real(1.0),
+        },
+        "clock_rate": rate,
+    })
+    .to_string()
 }
 
 /// `{"summary":"chaos",...}`: kills per role and how long each took to be ready again.

@@ -99,6 +99,10 @@ pub struct Tally {
     pub alerts: HashMap<Uuid, String>,
     /// Audit events by action and result.
     pub audit: BTreeMap<String, u64>,
+    /// Final call events by event id: when the gateway received them (business ms).
+    pub completions_received: HashMap<Uuid, i64>,
+    /// The first plan each event caused: cause's event id -> when it was planned (business ms).
+    pub plans_by_cause: HashMap<Uuid, i64>,
 }
 
 fn ms(at: chrono::DateTime<chrono::Utc>) -> i64 {
@@ -198,6 +202,11 @@ impl Tally {
     fn schedule_request(&mut self, r: ScheduleRequest) {
         match r.kind {
             ScheduleRequestKind::Plan => {
+                if let Some(cause) = r.causation_id {
+                    self.plans_by_cause
+                        .entry(cause)
+                        .or_insert_with(|| ms(r.occurred_at));
+                }
                 self.plans
                     .entry(r.job_id)
                     .or_insert_with(|| (r.origin.as_str().to_owned(), r.reason));
@@ -277,6 +286,7 @@ impl Tally {
             return;
         };
         let (outcome, at) = (outcome.as_str().to_owned(), ms(e.received_at));
+        self.completions_received.entry(e.event_id).or_insert(at);
         // The launch id comes from the signed callback URL; without one,
         // the call id names the launch once the dispatcher has reported it.
         match e
@@ -298,6 +308,18 @@ impl Tally {
             _ => &mut self.recovered_events,
         };
         map.entry(launch).or_insert((outcome, at));
+    }
+
+    /// From a completion's arrival at the gateway to the next job it planned, in business
+    /// ms, for every final call event that planned one (sorted).
+    pub fn completion_to_plan_ms(&self) -> Vec<i64> {
+        let mut out: Vec<i64> = self
+            .completions_received
+            .iter()
+            .filter_map(|(id, received)| Some(self.plans_by_cause.get(id)? - received))
+            .collect();
+        out.sort_unstable();
+        out
     }
 
     /// Accepted launches with no completion and no closed missing case yet.

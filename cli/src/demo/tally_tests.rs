@@ -167,3 +167,27 @@ fn dead_letters_and_garbage_are_counted_not_decoded() {
     t.add(b"whatever", true);
     assert_eq!((t.records, t.undecodable, t.dead_letters), (2, 1, 1));
 }
+
+#[test]
+fn the_time_from_a_completion_to_the_plan_it_caused_is_kept_in_either_order() {
+    let mut t = Tally::default();
+    let event = CallEvent {
+        received_at: at(5_100),
+        ..fixtures::call_event("acme", "c-1", "CA1", "completed", at(5_000))
+    };
+    let plan = ScheduleRequest {
+        causation_id: Some(event.event_id),
+        ..fixtures::schedule_plan("acme", "c-1", "spring", Uuid::new_v4(), at(5_350))
+    };
+    // The plan is read first (another topic), then its cause; a repeat changes nothing.
+    t.add(&plan.encode().unwrap(), false);
+    t.add(&event.encode().unwrap(), false);
+    t.add(&event.encode().unwrap(), false);
+    // A plan caused by something else is not a completion's.
+    let other = ScheduleRequest {
+        causation_id: Some(Uuid::new_v4()),
+        ..fixtures::schedule_plan("acme", "c-2", "spring", Uuid::new_v4(), at(9_000))
+    };
+    t.add(&other.encode().unwrap(), false);
+    assert_eq!(t.completion_to_plan_ms(), vec![250]);
+}
