@@ -133,7 +133,7 @@ impl Clock for ScaledClock {
     }
 
     fn real_wait(&self, business: Duration) -> Duration {
-        business.div_f64(self.rate)
+        scale(business, 1.0 / self.rate)
     }
 
     fn rate(&self) -> f64 {
@@ -141,8 +141,14 @@ impl Clock for ScaledClock {
     }
 
     fn business_span(&self, real: Duration) -> Duration {
-        real.mul_f64(self.rate)
+        scale(real, self.rate)
     }
+}
+
+/// `d` times `factor`, saturating: a configured timeout may be as long as a `u64` of
+/// milliseconds, and `Duration::mul_f64` would panic past `Duration::MAX`.
+fn scale(d: Duration, factor: f64) -> Duration {
+    Duration::try_from_secs_f64(d.as_secs_f64() * factor).unwrap_or(Duration::MAX)
 }
 
 /// A `CALLSTREAM_CLOCK` value that cannot be used.
@@ -299,6 +305,10 @@ mod tests {
             clock.business_span(Duration::from_secs(1)),
             Duration::from_secs(96)
         );
+        // The longest configurable timeout saturates instead of panicking.
+        assert_eq!(clock.business_span(Duration::MAX), Duration::MAX);
+        let slow = ScaledClock::new(0, 0, 0.5).unwrap();
+        assert_eq!(slow.real_wait(Duration::MAX), Duration::MAX);
     }
 
     #[test]
