@@ -60,7 +60,7 @@ pub struct DemoArgs {
     /// (after Ctrl-C with --keep-running).
     #[arg(long, alias = "delete-topics")]
     pub clean_up: bool,
-    /// How long after the workload is sent the CRM contradicts the leads who opted out in a
+    /// How long after the run starts the CRM contradicts the leads who opted out in a
     /// call (a launch request saying they may be called again).
     #[arg(long, default_value = "120s", value_parser = parse_duration)]
     pub contradict_after: Duration,

@@ -10,7 +10,7 @@ use super::children::Children;
 use super::reader::Reader;
 use super::roles::Available;
 use super::setup::Run;
-use super::{api, promises, render, summary, views, DemoArgs, Outcome};
+use super::{api, promises, records, render, summary, views, DemoArgs, Outcome};
 
 /// How long the views must stand still before a difference counts as real.
 const VIEWS_QUIET: Duration = Duration::from_secs(5);
@@ -97,6 +97,7 @@ pub async fn print_summary(src: Sources<'_>) -> Vec<&'static str> {
         &outcome.zones,
         &tally,
     );
+    let records = records::check(&outcome.stats.calls, &tally);
     let summary = summary::build(
         &tally,
         &outcome.stats,
@@ -109,6 +110,7 @@ pub async fn print_summary(src: Sources<'_>) -> Vec<&'static str> {
             views,
             api,
             promises,
+            records,
         },
     );
     print!("{}", render::text(&summary));

@@ -23,6 +23,7 @@ mod database;
 mod finish;
 mod promises;
 mod reader;
+mod records;
 mod render;
 mod roles;
 mod sections;
@@ -221,10 +222,19 @@ async fn drive(
         );
         chaos
     });
+    // Every tenant of the control file sends its own workload, with its own token.
+    let tenants: Vec<String> = run.control.tenants.keys().cloned().collect();
     let token = run
         .setting("DEMO_LAUNCH_TOKEN")
         .context("DEMO_LAUNCH_TOKEN is not in demo.env")?
         .to_owned();
+    let tenant_tokens = tenants
+        .iter()
+        .filter_map(|t| {
+            let name = format!("DEMO_LAUNCH_TOKEN_{}", t.to_uppercase().replace('-', "_"));
+            Some((t.clone(), run.setting(&name)?.to_owned()))
+        })
+        .collect();
     let mut plan = callstream_workload::plan(&callstream_workload::PlanSettings {
         contacts: args.contacts,
         campaigns: vec![
@@ -232,6 +242,7 @@ async fn drive(
             "fall-intake".into(),
             "reengage".into(),
         ],
+        tenants: tenants.clone(),
         id_prefix: run.id.clone(),
         seed: args.seed,
     });
@@ -240,9 +251,30 @@ async fn drive(
         zones::apply(&mut plan, &zone);
         println!("demo: every lead in {zone}");
     }
+    // A business span: the CRMs send through it, each office's burst when it opens.
+    if let (Some(from), Some(to)) = (args.clock_start_ms, business_end_ms) {
+        let homes = run
+            .control
+            .tenants
+            .iter()
+            .filter_map(|(t, c)| {
+                Some((t.clone(), c.grid.as_ref()?.default_time_zone.parse().ok()?))
+            })
+            .collect();
+        callstream_workload::schedule(
+            &mut plan,
+            &callstream_workload::Arrivals::day(from, to, homes),
+        );
+        println!(
+            "demo: {} tenants ({}); each CRM sends half its leads when its office opens at 09:00 local, the rest through the day",
+            tenants.len(),
+            tenants.join(", ")
+        );
+    }
     let settings = callstream_workload::SendSettings {
         gateway: run.gateway_url.clone(),
         token,
+        tenant_tokens,
         burst: args.burst,
         pause: Duration::from_secs(1),
     };
@@ -274,17 +306,27 @@ async fn drive(
         )));
         faults_until = faults_until.max(start + args.pause_after + args.pause_for);
     }
-    // Once the workload is sent: the CRM's records of leads who opted out in
-    // a call say they may be called (a new launch request each, with
-    // `do_not_call: false`); callstream must not call them again.
-    // Polled by the loop (the workload's requests are not `Send`, so not spawned).
+    // A while after the start: the CRM's records of leads who opted out in a call say they
+    // may be called (a new launch request each, with `do_not_call: false`); callstream must
+    // not call them again. Polled by the loop (the workload's requests are not `Send`).
     let mut contradictions: Option<
         std::pin::Pin<Box<dyn std::future::Future<Output = Result<usize>>>>,
-    > = None;
+    > = Some(Box::pin(sims::crm_contradicts_opt_outs(
+        run.clone(),
+        settings.clone(),
+        plan.launches.clone(),
+        args.contradict_after,
+    )));
+    faults_until = faults_until.max(start + args.contradict_after + Duration::from_secs(5));
     let zones: promises::ContactZones = plan
         .launches
         .iter()
-        .map(|l| (l.contact_id.clone(), l.contact.time_zone.clone()))
+        .map(|l| {
+            (
+                (l.tenant.clone(), l.contact_id.clone()),
+                l.contact.time_zone.clone(),
+            )
+        })
         .collect();
 
     let mut report = None;
@@ -316,13 +358,6 @@ async fn drive(
                 horizon_ms = Some(
                     business_end_ms.unwrap_or_else(|| now_ms().saturating_add(lookahead_ms)),
                 );
-                contradictions = Some(Box::pin(sims::crm_contradicts_opt_outs(
-                    run.clone(),
-                    settings.clone(),
-                    plan.launches.clone(),
-                    args.contradict_after,
-                )));
-                faults_until = faults_until.max(Instant::now() + args.contradict_after + Duration::from_secs(5));
             }
             said = async { contradictions.as_mut().map(|f| f.as_mut()).expect("checked").await },
                 if contradictions.is_some() => {

@@ -59,11 +59,11 @@ pub struct Check {
 }
 
 impl Check {
-    fn saw(&mut self) {
+    pub(super) fn saw(&mut self) {
         self.checked += 1;
     }
 
-    fn broke(&mut self, example: impl FnOnce() -> String) {
+    pub(super) fn broke(&mut self, example: impl FnOnce() -> String) {
         self.broken += 1;
         if self.examples.len() < 5 {
             self.examples.push(example());
@@ -133,8 +133,9 @@ fn at(ms: i64) -> String {
         .unwrap_or_default()
 }
 
-/// The zone of each contact the workload named (the contact record's).
-pub type ContactZones = HashMap<String, Option<String>>;
+/// The zone of each contact the workload named (the contact record's), by tenant and
+/// contact: two tenants' contacts with one id are different people.
+pub type ContactZones = HashMap<(String, String), Option<String>>;
 
 /// Checks every promise.
 pub fn check(
@@ -264,7 +265,10 @@ fn windows(calls: &[Call], control: &ControlFile, zones: &ContactZones) -> Check
             // No window of its own: the built-in one (federal hours bound it anyway).
             _ => callstream_kit::control::CampaignConfig::builtin().window,
         };
-        let contact_zone = zones.get(&c.contact).cloned().flatten();
+        let contact_zone = zones
+            .get(&(c.tenant.clone(), c.contact.clone()))
+            .cloned()
+            .flatten();
         let default = tenant.grid.as_ref().map(|g| g.default_time_zone.clone());
         let Ok(zone) = resolve_zone(&ZoneInputs {
             contact_zone: contact_zone.as_deref(),

@@ -23,8 +23,14 @@ fn list(map: &BTreeMap<String, u64>) -> String {
         .join(", ")
 }
 
+/// A business-time span: seconds, or minutes from two minutes up (a scaled run's recoveries
+/// take simulated minutes).
 fn ms(value: Option<i64>) -> String {
-    value.map_or("-".into(), |v| format!("{:.1} s", v as f64 / 1000.0))
+    match value {
+        None => "-".into(),
+        Some(v) if v >= 120_000 => format!("{:.1} min", v as f64 / 60_000.0),
+        Some(v) => format!("{:.1} s", v as f64 / 1000.0),
+    }
 }
 
 /// `n`, and what the topics said when they disagree on `figure`.
@@ -196,7 +202,7 @@ pub fn text(s: &Summary) -> String {
     );
     let _ = writeln!(
         o,
-        "           recovery time (launch to recovered): median {}, p90 {}; delivery alerts {}",
+        "           recovery time (launch to recovered, business time): median {}, p90 {}; delivery alerts {}",
         ms(m.recovery_ms_median),
         ms(m.recovery_ms_p90),
         m.alerts_raised
@@ -310,22 +316,25 @@ pub fn text(s: &Summary) -> String {
         o,
         "\npromises to the people called (from the voice simulator's records)"
     );
-    for (name, check) in [
-        ("no call to an opted-out lead", &p.no_call_to_opted_out_lead),
-        ("no call while paused", &p.no_call_while_paused),
-        ("pace cap by send time", &p.cap_held_by_send_time),
-        ("no call outside the window", &p.no_call_outside_window),
-        ("no contact stuck", &p.no_contact_stuck),
-    ] {
-        let _ = writeln!(
-            o,
-            "  {name:<30} {} checked, {} broken",
-            check.checked, check.broken
-        );
-        for example in &check.examples {
-            let _ = writeln!(o, "    e.g. {example}");
-        }
-    }
+    write_checks(
+        &mut o,
+        &[
+            ("no call to an opted-out lead", &p.no_call_to_opted_out_lead),
+            ("no call while paused", &p.no_call_while_paused),
+            ("pace cap by send time", &p.cap_held_by_send_time),
+            ("no call outside the window", &p.no_call_outside_window),
+            ("no contact stuck", &p.no_contact_stuck),
+        ],
+    );
+    let r = &s.records;
+    let _ = writeln!(o, "\nrecords kept (the simulator's answers and the topics)");
+    write_checks(
+        &mut o,
+        &[
+            ("webhooks 202 on call-events", &r.webhooks_on_call_events),
+            ("failures with an exception", &r.failures_have_exceptions),
+        ],
+    );
     let _ = writeln!(o, "\ninvariants");
     for (name, ok) in s.invariants.all() {
         let _ = writeln!(o, "  [{}] {name}", if ok { "ok" } else { "FAIL" });
@@ -360,8 +369,22 @@ pub fn json_lines(s: &Summary) -> Vec<String> {
         line("views", &s.views),
         line("api", &serde_json::json!({ "api": s.api })),
         line("promises", &s.promises),
+        line("records", &s.records),
         line("invariants", &s.invariants),
     ]
+}
+
+fn write_checks(o: &mut String, checks: &[(&str, &super::promises::Check)]) {
+    for (name, check) in checks {
+        let _ = writeln!(
+            o,
+            "  {name:<30} {} checked, {} broken",
+            check.checked, check.broken
+        );
+        for example in &check.examples {
+            let _ = writeln!(o, "    e.g. {example}");
+        }
+    }
 }
 
 #[cfg(test)]

@@ -192,7 +192,8 @@ pub fn prepare(args: &DemoArgs) -> Result<Run> {
         ("SIM_VOICE_LISTEN", format!("127.0.0.1:{voice}")),
         (
             "SIM_VOICE_ANALYSIS_URL",
-            format!("{gateway_url}/v1/webhooks/json/acme-analysis"),
+            // Each call's analysis goes to its tenant's integration.
+            format!("{gateway_url}/v1/webhooks/json/{{tenant}}-analysis"),
         ),
         ("SIM_CRM_LISTEN", format!("127.0.0.1:{crm}")),
         ("CALLSTREAM_CRM_BASE_URL", crm_url.clone()),
@@ -363,6 +364,22 @@ mod tests {
         // The workload's campaigns all have settings of their own.
         for campaign in ["spring-intake", "fall-intake", "reengage"] {
             assert!(acme.campaigns.contains_key(campaign), "{campaign}");
+        }
+        // The soak's three tenants each have a launch token, a voice integration and a CRM
+        // token of their own.
+        let soak = ControlFile::parse(&read(&dir.join("soak-control.toml")).unwrap()).unwrap();
+        assert_eq!(soak.tenants.len(), 3);
+        let setting = |k: &str| env.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone());
+        let integrations = setting("CALLSTREAM_DISPATCH_INTEGRATIONS").unwrap();
+        let crm_tokens = setting("CALLSTREAM_CRM_TENANT_TOKENS").unwrap();
+        for tenant in soak.tenants.keys() {
+            let own = format!("DEMO_LAUNCH_TOKEN_{}", tenant.to_uppercase());
+            assert!(tenant == "acme" || setting(&own).is_some(), "{own}");
+            assert!(
+                integrations.contains(&format!("{tenant}={tenant}-twilio")),
+                "{tenant}"
+            );
+            assert!(crm_tokens.contains(&format!("{tenant}=")), "{tenant}");
         }
     }
 

@@ -147,7 +147,9 @@ fn contradicting(
     calls: &Value,
     launches: Vec<callstream_workload::Launch>,
 ) -> Vec<callstream_workload::Launch> {
-    let opted_out: std::collections::HashSet<String> = calls
+    let text = |c: &Value, k: &str| c.get(k).and_then(Value::as_str).map(str::to_owned);
+    // By tenant and contact: two tenants' contacts with one id are different leads.
+    let opted_out: std::collections::HashSet<(String, String)> = calls
         .get("calls")
         .and_then(Value::as_array)
         .into_iter()
@@ -155,21 +157,22 @@ fn contradicting(
         .filter(|c| c.get("intent").and_then(Value::as_str) == Some("do_not_call"))
         .filter(|c| c.get("completion_dropped").and_then(Value::as_bool) == Some(false))
         .filter(|c| c.get("ended_at_ms").is_some_and(|v| !v.is_null()))
-        .filter_map(|c| {
-            c.get("contact_id")
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-        })
+        .filter_map(|c| Some((text(c, "tenant")?, text(c, "contact_id")?)))
         .collect();
     let mut seen = std::collections::HashSet::new();
     launches
         .into_iter()
-        .filter(|l| opted_out.contains(&l.contact_id) && seen.insert(l.contact_id.clone()))
+        .filter(|l| {
+            let key = (l.tenant.clone(), l.contact_id.clone());
+            opted_out.contains(&key) && seen.insert(key)
+        })
         .map(|mut l| {
             l.request_id = format!("{}-crm-says-callable", l.request_id);
             l.campaign_id = "reengage".into();
             l.reason = "the CRM's record says the lead may be called".into();
             l.contact.do_not_call = false;
+            // Sent now, whenever the lead first arrived.
+            l.send_at_ms = 0;
             l
         })
         .collect()

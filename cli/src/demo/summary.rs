@@ -11,6 +11,7 @@ use serde::Serialize;
 use super::api::Api;
 use super::by_launch::{self, CrmPerLaunch, Dropped};
 use super::promises::Promises;
+use super::records::Records;
 use super::sections::{self, Calls, Completions, Crm, Exceptions, Intake, Jobs};
 use super::sims::SimStats;
 use super::slots::{self, Slots};
@@ -31,6 +32,7 @@ pub struct Summary {
     pub views: Views,
     pub api: Option<Api>,
     pub promises: Promises,
+    pub records: Records,
     pub invariants: Invariants,
 }
 
@@ -73,6 +75,10 @@ pub struct Invariants {
     pub cap_held_by_send_time: bool,
     pub no_call_outside_window: bool,
     pub no_contact_stuck: bool,
+    /// Every webhook answered 2xx is on `call-events` (by the event id the answer named).
+    pub webhooks_on_call_events: bool,
+    /// Every launch and CRM command that failed for good has an exception naming it.
+    pub failures_have_exceptions: bool,
     /// Checked by launch id: each dropped completion recovered (advanced
     /// when the platform lost the call), and no missing case left open.
     pub every_dropped_completion_closed: bool,
@@ -94,7 +100,7 @@ impl Invariants {
     }
 
     /// Every invariant, with its name.
-    pub fn all(&self) -> [(&'static str, bool); 16] {
+    pub fn all(&self) -> [(&'static str, bool); 18] {
         [
             ("every launch request accepted", self.every_request_accepted),
             ("launches went out when due", self.launches_when_due),
@@ -123,6 +129,14 @@ impl Invariants {
             ),
             ("no contact stuck in dispatching", self.no_contact_stuck),
             (
+                "every webhook answered 202 is on call-events",
+                self.webhooks_on_call_events,
+            ),
+            (
+                "every permanent failure has an exception",
+                self.failures_have_exceptions,
+            ),
+            (
                 "every dropped completion closed (by launch id)",
                 self.every_dropped_completion_closed,
             ),
@@ -144,6 +158,7 @@ pub struct Context<'a> {
     pub views: Views,
     pub api: Option<Api>,
     pub promises: Promises,
+    pub records: Records,
 }
 
 pub fn build(t: &Tally, sims: &SimStats, cx: Context<'_>) -> Summary {
@@ -172,6 +187,8 @@ pub fn build(t: &Tally, sims: &SimStats, cx: Context<'_>) -> Summary {
         cap_held_by_send_time: cx.promises.cap_held_by_send_time.ok(),
         no_call_outside_window: cx.promises.no_call_outside_window.ok(),
         no_contact_stuck: cx.promises.no_contact_stuck.ok(),
+        webhooks_on_call_events: cx.records.webhooks_on_call_events.ok(),
+        failures_have_exceptions: cx.records.failures_have_exceptions.ok(),
         every_dropped_completion_closed: by_launch.dropped.not_closed == 0
             && completions.unresolved == 0
             && completions.still_open == 0,
@@ -193,6 +210,7 @@ pub fn build(t: &Tally, sims: &SimStats, cx: Context<'_>) -> Summary {
         views: cx.views,
         api: cx.api,
         promises: cx.promises,
+        records: cx.records,
         invariants,
     }
 }

@@ -95,6 +95,11 @@ pub struct Tally {
 
     /// Exceptions by id: type and latest status.
     pub exceptions: HashMap<Uuid, (String, ExceptionStatus)>,
+    /// Launches and CRM operations some exception names.
+    pub exception_launches: HashSet<Uuid>,
+    pub exception_operations: HashSet<Uuid>,
+    /// Every event id on `call-events`.
+    pub call_event_ids: HashSet<Uuid>,
     /// Alerts raised and resolved, by alert id: latest status.
     pub alerts: HashMap<Uuid, String>,
     /// Audit events by action and result.
@@ -173,6 +178,8 @@ impl Tally {
                 );
             }
             AnyEvent::ExceptionEvent(x) => {
+                self.exception_launches.extend(x.launch_id);
+                self.exception_operations.extend(x.operation_id);
                 self.exceptions.insert(
                     x.exception_id,
                     (x.exception_type.as_str().to_owned(), x.status),
@@ -282,6 +289,7 @@ impl Tally {
     }
 
     fn call_event(&mut self, e: &CallEvent) {
+        self.call_event_ids.insert(e.event_id);
         let Some(outcome) = final_outcome(e) else {
             return;
         };

@@ -56,6 +56,7 @@ async fn calls(State(state): State<SimState>) -> Response {
                 "completion_dropped": c.completion_dropped,
                 "lost": c.vanished,
                 "callbacks_made": c.requests.len(),
+                "accepted_event_ids": c.accepted_event_ids,
             })
         })
         .collect();

@@ -43,7 +43,8 @@ pub struct SimVoiceConfig {
     #[arg(long, env = "SIM_VOICE_AUTH_TOKEN", default_value = DEFAULT_AUTH_TOKEN, hide_env_values = true)]
     pub auth_token: String,
     /// URL end-of-call analyses are posted to (Standard Webhooks JSON), e.g.
-    /// the gateway's `/v1/webhooks/json/{integration}`. None: no analyses.
+    /// the gateway's `/v1/webhooks/json/{integration}`; `{tenant}` in it is the
+    /// call's tenant (`.../json/{tenant}-analysis`). None: no analyses.
     #[arg(long, env = "SIM_VOICE_ANALYSIS_URL")]
     pub analysis_url: Option<String>,
     /// `whsec_` secret analyses are signed with.

@@ -155,7 +155,7 @@ impl Ctx {
         });
         let clock = Instant::now();
         let client = &self.state.0.client;
-        let code = post(&self.b, self.b.callback_retries, || {
+        let answer = post(&self.b, self.b.callback_retries, || {
             client
                 .post(&target.url)
                 .header("content-type", "application/x-www-form-urlencoded")
@@ -164,16 +164,16 @@ impl Ctx {
                 .body(body.clone())
         })
         .await;
+        let code = answer.code;
         let delivered = code.is_some_and(|c| (200..300).contains(&c));
         let elapsed_ms = u64::try_from(clock.elapsed().as_millis()).unwrap_or(u64::MAX);
-        if let Some(slot) = slot {
-            store.update(self.generation, &self.call.sid, |c| {
-                if let Some(r) = c.requests.get_mut(slot) {
-                    r.response_code = code;
-                    r.elapsed_ms = elapsed_ms;
-                }
-            });
-        }
+        store.update(self.generation, &self.call.sid, |c| {
+            if let Some(r) = slot.and_then(|slot| c.requests.get_mut(slot)) {
+                r.response_code = code;
+                r.elapsed_ms = elapsed_ms;
+            }
+            c.accepted_event_ids.extend(answer.event_id);
+        });
         store.count(self.generation, |s| {
             s.callbacks_delivered += u64::from(delivered);
             s.callbacks_failed += u64::from(!delivered);
@@ -189,6 +189,10 @@ impl Ctx {
             return;
         };
         let Some(contact_id) = target.contact_id.clone() else {
+            return;
+        };
+        // One platform account serves several tenants; each has its own analysis webhook.
+        let Some(url) = analysis_url_for(url, target.tenant.as_deref()) else {
             return;
         };
         let end = self.plan.final_transition();
@@ -217,11 +221,11 @@ impl Ctx {
         });
         let client = &self.state.0.client;
         let key = &self.state.0.analysis_key;
-        let code = post(&self.b, self.b.analysis_retries, || {
+        let answer = post(&self.b, self.b.analysis_retries, || {
             // Signature freshness is checked in real time (a transport check).
             let timestamp = SystemClock.now_unix();
             client
-                .post(url)
+                .post(&url)
                 .header("content-type", "application/json")
                 .header("webhook-id", &id)
                 .header("webhook-timestamp", timestamp.to_string())
@@ -232,7 +236,12 @@ impl Ctx {
                 .body(body.clone())
         })
         .await;
-        let delivered = code.is_some_and(|c| (200..300).contains(&c));
+        let delivered = answer.code.is_some_and(|c| (200..300).contains(&c));
+        self.state
+            .store()
+            .update(self.generation, &self.call.sid, |c| {
+                c.accepted_event_ids.extend(answer.event_id);
+            });
         self.state.store().count(self.generation, |s| {
             s.analysis_delivered += u64::from(delivered);
             s.analysis_failed += u64::from(!delivered);
@@ -240,16 +249,21 @@ impl Ctx {
     }
 }
 
+/// What the receiver answered a webhook at last.
+#[derive(Debug, Default)]
+struct Answer {
+    /// Its status; None when it never answered.
+    code: Option<u16>,
+    /// The `event_id` of a 2xx answer's JSON body (the gateway names the event it stored).
+    event_id: Option<String>,
+}
+
 /// Sends the request `build` makes, again after a doubling backoff while it
-/// gets no 2xx, at most `retries` more times. The last status seen, if any.
-async fn post(
-    b: &Behaviour,
-    retries: u32,
-    build: impl Fn() -> reqwest::RequestBuilder,
-) -> Option<u16> {
+/// gets no 2xx, at most `retries` more times. The last answer, if any.
+async fn post(b: &Behaviour, retries: u32, build: impl Fn() -> reqwest::RequestBuilder) -> Answer {
     let timeout = Duration::from_millis(b.delivery_timeout_ms);
     let mut backoff = Duration::from_millis(b.retry_backoff_ms);
-    let mut last = None;
+    let mut last = Answer::default();
     for attempt in 0..=retries {
         if attempt > 0 {
             tokio::time::sleep(backoff).await;
@@ -257,9 +271,13 @@ async fn post(
         }
         match build().timeout(timeout).send().await {
             Ok(response) => {
-                let status = response.status().as_u16();
-                last = Some(status);
+                last.code = Some(response.status().as_u16());
                 if response.status().is_success() {
+                    last.event_id = response
+                        .json::<serde_json::Value>()
+                        .await
+                        .ok()
+                        .and_then(|v| v.get("event_id")?.as_str().map(str::to_owned));
                     break;
                 }
             }
@@ -269,4 +287,32 @@ async fn post(
         }
     }
     last
+}
+
+/// The analysis URL for a call of `tenant`: `{tenant}` in the configured URL is the call's
+/// tenant; a URL without it serves every tenant. None when it names a tenant the call has not.
+pub fn analysis_url_for(configured: &str, tenant: Option<&str>) -> Option<String> {
+    if !configured.contains("{tenant}") {
+        return Some(configured.to_owned());
+    }
+    Some(configured.replace("{tenant}", tenant.filter(|t| !t.is_empty())?))
+}
+
+#[cfg(test)]
+mod analysis_url_tests {
+    use super::analysis_url_for;
+
+    #[test]
+    fn the_tenant_placeholder_names_the_calls_tenant() {
+        let url = "http://gw/v1/webhooks/json/{tenant}-analysis";
+        assert_eq!(
+            analysis_url_for(url, Some("bolt")).as_deref(),
+            Some("http://gw/v1/webhooks/json/bolt-analysis")
+        );
+        assert_eq!(analysis_url_for(url, None), None);
+        assert_eq!(
+            analysis_url_for("http://gw/a", None).as_deref(),
+            Some("http://gw/a")
+        );
+    }
 }

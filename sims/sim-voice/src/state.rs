@@ -167,6 +167,7 @@ impl SimState {
             completion_dropped: plan.completion_dropped,
             vanished: false,
             requests: Vec::new(),
+            accepted_event_ids: Vec::new(),
         };
         store.insert(generation, record.clone());
         store.count(generation, |s| {

@@ -41,6 +41,9 @@ pub struct CallRecord {
     pub vanished: bool,
     /// Status callbacks made, for the `Events` subresource.
     pub requests: Vec<SentRequest>,
+    /// The event ids the receiver named in its 2xx answers to this call's webhooks (status
+    /// callbacks and the analysis): each must be on callstream's `call-events`.
+    pub accepted_event_ids: Vec<String>,
 }
 
 /// One status callback request made.

@@ -9,9 +9,11 @@
 //! honouring `Retry-After`; every request keeps its `request_id`, so a retry
 //! is the same command.
 
+mod arrivals;
 mod plan;
 mod send;
 
+pub use arrivals::{schedule, Arrivals};
 pub use plan::{plan, Launch, Plan, PlanSettings};
 pub use send::{send, SendReport, SendSettings};
 
@@ -59,6 +61,7 @@ pub async fn run(args: &WorkloadArgs) -> anyhow::Result<SendReport> {
     let plan = plan(&PlanSettings {
         contacts: args.contacts,
         campaigns: args.campaigns.clone(),
+        tenants: Vec::new(),
         id_prefix: args.id_prefix.clone(),
         seed: args.seed,
     });
@@ -67,6 +70,7 @@ pub async fn run(args: &WorkloadArgs) -> anyhow::Result<SendReport> {
         &SendSettings {
             gateway: args.gateway.clone(),
             token: args.token.clone(),
+            tenant_tokens: Default::default(),
             burst: args.burst,
             pause: std::time::Duration::from_millis(args.pause_ms),
         },

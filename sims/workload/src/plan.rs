@@ -34,6 +34,12 @@ pub struct ContactRecord {
 /// One launch request, as the gateway's intake takes it.
 #[derive(Debug, Clone, Serialize)]
 pub struct Launch {
+    /// Whose CRM sends it (the token it is sent with says so; not in the body).
+    #[serde(skip)]
+    pub tenant: String,
+    /// When the CRM sends it, in business time (ms since the epoch; 0: at once).
+    #[serde(skip)]
+    pub send_at_ms: i64,
     pub request_id: String,
     pub contact_id: String,
     pub campaign_id: String,
@@ -45,6 +51,10 @@ pub struct Launch {
 pub struct PlanSettings {
     pub contacts: usize,
     pub campaigns: Vec<String>,
+    /// The tenants whose CRMs send, in turn (one contact each). The first two number their
+    /// contacts alike, so they share contact ids, as two schools' CRMs would; the others
+    /// prefix theirs with the tenant. Empty: one tenant, `default`.
+    pub tenants: Vec<String>,
     pub id_prefix: String,
     pub seed: u64,
 }
@@ -74,15 +84,31 @@ pub fn plan(settings: &PlanSettings) -> Plan {
     } else {
         settings.campaigns.clone()
     };
+    let tenants = if settings.tenants.is_empty() {
+        vec!["default".to_string()]
+    } else {
+        settings.tenants.clone()
+    };
     let launches = (0..settings.contacts)
         .map(|n| {
             let (area, zone) = weighted_place(&mut rng);
             // 555-01xx numbers are reserved for fiction.
             let phone_number = format!("+1{area}55501{:02}", n % 100);
             let flag = rng.random_range(0..100);
+            let which = n % tenants.len();
+            let tenant = tenants[which].clone();
+            // With one tenant, contact n is `c-n` as it always was.
+            let k = n / tenants.len();
+            let contact_id = if which < 2 {
+                format!("{}-c-{k}", settings.id_prefix)
+            } else {
+                format!("{}-{tenant}-c-{k}", settings.id_prefix)
+            };
             Launch {
+                tenant,
+                send_at_ms: 0,
                 request_id: format!("{}-req-{n}", settings.id_prefix),
-                contact_id: format!("{}-c-{n}", settings.id_prefix),
+                contact_id,
                 campaign_id: campaigns[n % campaigns.len()].clone(),
                 reason: "entered campaign".into(),
                 contact: ContactRecord {
@@ -107,6 +133,7 @@ mod tests {
         PlanSettings {
             contacts: 2_000,
             campaigns: vec!["a".into(), "b".into()],
+            tenants: Vec::new(),
             id_prefix: "t".into(),
             seed,
         }
@@ -157,5 +184,27 @@ mod tests {
             .filter(|l| l.campaign_id == "a")
             .count();
         assert_eq!(in_a, 1_000);
+    }
+
+    #[test]
+    fn the_first_two_tenants_share_contact_ids_and_the_third_has_its_own() {
+        let plan = plan(&PlanSettings {
+            tenants: vec!["acme".into(), "bolt".into(), "crest".into()],
+            ..settings(4)
+        });
+        let ids = |tenant: &str| -> std::collections::BTreeSet<String> {
+            plan.launches
+                .iter()
+                .filter(|l| l.tenant == tenant)
+                .map(|l| l.contact_id.clone())
+                .collect()
+        };
+        let (acme, bolt, crest) = (ids("acme"), ids("bolt"), ids("crest"));
+        assert_eq!(acme.len() + bolt.len() + crest.len(), 2_000);
+        assert!(bolt.is_subset(&acme), "the two schools share contact ids");
+        assert!(crest.is_disjoint(&acme));
+        let requests: std::collections::BTreeSet<_> =
+            plan.launches.iter().map(|l| &l.request_id).collect();
+        assert_eq!(requests.len(), 2_000, "request ids stay unique");
     }
 }

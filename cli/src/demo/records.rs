@@ -1,0 +1,128 @@
+//! The records callstream keeps, checked against what others saw, never against its own
+//! counters alone:
+//!
+//! - `webhooks_on_call_events`: every webhook the gateway answered 2xx (status callbacks and
+//!   analyses, as the voice simulator recorded the event id each answer named) is on
+//!   `call-events`: "202 means stored";
+//! - `failures_have_exceptions`: every launch that failed for good and every CRM command that
+//!   failed for good has an exception naming it (opened in the same transaction as the
+//!   failure, so a crash between the two would show here).
+
+use serde::Serialize;
+use serde_json::Value;
+use uuid::Uuid;
+
+use super::promises::Check;
+use super::tally::Tally;
+
+/// The checks of the records kept.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Records {
+    pub webhooks_on_call_events: Check,
+    pub failures_have_exceptions: Check,
+}
+
+/// Checks both, from the simulator's `/_sim/calls` and the topics' tally.
+pub fn check(sim_calls: &Value, tally: &Tally) -> Records {
+    Records {
+        webhooks_on_call_events: webhooks(sim_calls, tally),
+        failures_have_exceptions: failures(tally),
+    }
+}
+
+fn webhooks(sim_calls: &Value, tally: &Tally) -> Check {
+    let mut check = Check::default();
+    let calls = sim_calls
+        .get("calls")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten();
+    for call in calls {
+        let sid = call.get("sid").and_then(Value::as_str).unwrap_or_default();
+        let ids = call
+            .get("accepted_event_ids")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str);
+        for id in ids {
+            check.saw();
+            let stored = Uuid::parse_str(id).is_ok_and(|id| tally.call_event_ids.contains(&id));
+            if !stored {
+                check.broke(|| format!("call {sid}: event {id} answered 2xx, not on call-events"));
+            }
+        }
+    }
+    check
+}
+
+fn failures(tally: &Tally) -> Check {
+    let mut check = Check::default();
+    let failed_launches = tally
+        .launches
+        .iter()
+        .filter(|(_, l)| l.status == callstream_schemas::LaunchStatus::Failed);
+    for (launch, _) in failed_launches {
+        check.saw();
+        if !tally.exception_launches.contains(launch) {
+            check.broke(|| format!("launch {launch} failed with no exception"));
+        }
+    }
+    let failed_crm = tally
+        .crm_results
+        .iter()
+        .filter(|(_, (_, status, _))| status == "failed");
+    for (operation, (action, _, _)) in failed_crm {
+        check.saw();
+        if !tally.exception_operations.contains(operation) {
+            check.broke(|| format!("CRM {action} {operation} failed with no exception"));
+        }
+    }
+    check
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn an_accepted_webhook_missing_from_call_events_breaks_it() {
+        let (stored, lost) = (Uuid::from_u128(1), Uuid::from_u128(2));
+        let mut tally = Tally::default();
+        tally.call_event_ids.insert(stored);
+        let calls = json!({"calls": [
+            {"sid": "CA1", "accepted_event_ids": [stored.to_string()]},
+            {"sid": "CA2", "accepted_event_ids": [stored.to_string(), lost.to_string()]},
+            {"sid": "CA3"},
+        ]});
+        let check = webhooks(&calls, &tally);
+        assert_eq!((check.checked, check.broken), (3, 1));
+        assert!(check.examples[0].contains("CA2"), "{:?}", check.examples);
+    }
+
+    #[test]
+    fn a_failure_without_its_exception_breaks_it() {
+        let mut tally = Tally::default();
+        let (a, b, op) = (Uuid::from_u128(1), Uuid::from_u128(2), Uuid::from_u128(3));
+        for launch in [a, b] {
+            tally.launches.insert(
+                launch,
+                super::super::tally::Launch {
+                    status: callstream_schemas::LaunchStatus::Failed,
+                    accepted_at_ms: None,
+                    reconciled: false,
+                },
+            );
+        }
+        tally.exception_launches.insert(a);
+        tally
+            .crm_results
+            .insert(op, ("create_task".into(), "failed".into(), 5));
+        let check = failures(&tally);
+        assert_eq!((check.checked, check.broken), (3, 2));
+        tally.exception_launches.insert(b);
+        tally.exception_operations.insert(op);
+        assert!(failures(&tally).ok());
+    }
+}
