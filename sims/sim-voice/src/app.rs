@@ -74,6 +74,11 @@ fn check_access(
 }
 
 /// `+` and 2 to 15 digits, or a `sip:`/`client:` address.
+/// Twilio's magic number for "invalid": a create to it is refused with 400 and code 21217, so
+/// a client's handling of a permanent refusal can be exercised (Twilio answers it so for test
+/// credentials).
+pub const INVALID_TEST_NUMBER: &str = "+15005550001";
+
 fn valid_number(n: &str) -> bool {
     if n.starts_with("sip:") || n.starts_with("client:") {
         return n.len() > 6;
@@ -100,6 +105,12 @@ fn read_create(body: &[u8]) -> Result<NewCall, TwilioError> {
         return Err(TwilioError::invalid(
             21211,
             format!("Invalid 'To' Phone Number: {to}"),
+        ));
+    }
+    if to == INVALID_TEST_NUMBER {
+        return Err(TwilioError::invalid(
+            21217,
+            "Phone number does not appear to be valid",
         ));
     }
     let from = first("From")
@@ -283,6 +294,10 @@ mod tests {
         let cases = [
             ("From=%2B15550002222&Url=https%3A%2F%2Fx.test", 21201),
             ("To=555&From=%2B15550002222&Url=https%3A%2F%2Fx.test", 21211),
+            (
+                "To=%2B15005550001&From=%2B15550002222&Url=https%3A%2F%2Fx.test",
+                21217,
+            ),
             ("To=%2B15550001111&Url=https%3A%2F%2Fx.test", 21213),
             ("To=%2B15550001111&From=%2B15550002222", 21205),
             (
