@@ -92,8 +92,12 @@ pub struct Completions {
     pub still_open: usize,
     pub delivery_by_bucket: Vec<Bucket>,
     pub alerts_raised: usize,
+    /// Launch to recovered, in business time (simulated on a scaled clock).
     pub recovery_ms_median: Option<i64>,
     pub recovery_ms_p90: Option<i64>,
+    /// The same in business minutes, as a scaled run reads them.
+    pub recovery_minutes_median: Option<f64>,
+    pub recovery_minutes_p90: Option<f64>,
 }
 
 #[derive(Debug, Serialize)]
@@ -316,7 +320,14 @@ pub fn completions(t: &Tally, bucket_ms: i64) -> Completions {
         alerts_raised: t.alerts.len(),
         recovery_ms_median: quantile(&recovery_ms, 0.5),
         recovery_ms_p90: quantile(&recovery_ms, 0.9),
+        recovery_minutes_median: quantile(&recovery_ms, 0.5).map(minutes),
+        recovery_minutes_p90: quantile(&recovery_ms, 0.9).map(minutes),
     }
+}
+
+/// Milliseconds as minutes, to a tenth.
+fn minutes(ms: i64) -> f64 {
+    (ms as f64 / 6_000.0).round() / 10.0
 }
 
 pub fn crm(t: &Tally, sim: &serde_json::Value) -> Crm {
