@@ -1,7 +1,8 @@
 //! `cargo xtask soak`: a whole simulated day under fire. `callstream demo` on a scaled clock
 //! (96 times real time, so yesterday's midnight to midnight in US Central takes about fifteen
 //! minutes; business time stays behind real time, as Kafka refuses records from the future)
-//! with production settings (`demo/soak-control.toml`), every role but the simulators
+//! with production settings (`demo/soak-control.toml`: three tenants, two sharing contact ids,
+//! whose CRMs send through the day), every role but the simulators
 //! SIGKILLed at random three times, a second member of one processor kind for part of the
 //! day, a campaign paused for a business hour, a CRM outage of ten business minutes, the voice
 //! platform answering 502/504 after placing 1% of calls, and,
