@@ -234,7 +234,7 @@ impl Modify for TooManyRequests {
     info(title = "callstream operator API", description = "Reads the views; actions become commands on Kafka (202 with a command id)."),
     paths(
         reads::list_jobs, reads::get_job, reads::list_exceptions, reads::slots,
-        reads::missing_launches, reads::delivery, reads::timeline, reads::control,
+        reads::missing_launches, reads::delivery, reads::timeline, reads::control, reads::audit,
         actions::get_command, retry::retry_now, retry::retry_later,
         actions::cancel_future_jobs, actions::force_finish,
         cases::recover, cases::advance, cases::ignore_exception, crm_retry::retry_crm_command,
@@ -244,7 +244,7 @@ impl Modify for TooManyRequests {
     components(schemas(
         ErrorBody, model::Job, model::JobDetail, model::Exception, model::Slots,
         model::SlotOccupancy, model::MissingLaunch, model::DeliveryBucket, model::TimelineEntry,
-        model::ControlSetting, model::CommandStatus, model::Accepted,
+        model::ControlSetting, model::CommandStatus, model::Accepted, model::AuditEntry,
         retry::RetryNowBody, retry::RetryLaterBody, actions::ReasonBody, actions::CancelBody,
         cases::AdvanceBody, cases::AdvanceAs, control::SwitchBody,
     )),
@@ -326,6 +326,7 @@ pub fn app(state: AppState) -> Router {
             post(actions::force_finish),
         )
         .route("/v1/control", get(reads::control))
+        .route("/v1/audit", get(reads::audit))
         .route("/v1/control/system-pause", post(control::system_pause))
         .route(
             "/v1/control/campaigns/{campaign_id}/pause",

@@ -93,6 +93,33 @@ pub const EXCEPTION_COLUMNS: &str = "exception_id, exception_type, status, urgen
     campaign_id, job_id, launch_id, call_id, reason, detail, assignee, opened_at, opened_by, \
     resolved_at, resolved_by, first_seen_at, updated_at";
 
+/// One entry of the audit log: an operator's or a service's action, with its result.
+#[derive(Debug, Clone, Serialize, Deserialize, sqlx::FromRow, ToSchema)]
+pub struct AuditEntry {
+    pub event_id: Uuid,
+    pub occurred_at: DateTime<Utc>,
+    /// `operator`, `service` or `system`.
+    pub actor_kind: String,
+    /// Who: the operator's token subject, or the service's name.
+    pub actor_id: String,
+    /// What was done (`control.system_pause`, `command.retry_now`, ...).
+    pub action: String,
+    /// What it was done to (`tenant`, `campaign`, `contact`, `job`, ...) and its id.
+    pub subject_type: String,
+    pub subject_id: String,
+    pub contact_id: Option<String>,
+    /// The command it belongs to, when it came from one.
+    pub command_id: Option<Uuid>,
+    /// `requested`, `applied` or `rejected`.
+    pub result: String,
+    /// Why, in the actor's words.
+    pub reason: Option<String>,
+    pub detail: Option<String>,
+}
+
+pub const AUDIT_COLUMNS: &str = "event_id, occurred_at, actor_kind, actor_id, action, \
+    subject_type, subject_id, contact_id, command_id, result, reason, detail";
+
 /// Occupancy of one slot of the grid.
 #[derive(Debug, Clone, Serialize, Deserialize, sqlx::FromRow, ToSchema)]
 pub struct SlotOccupancy {

@@ -102,6 +102,36 @@ pub struct ExceptionsQuery {
     pub cursor: Option<String>,
 }
 
+/// Filters of `GET /v1/audit`.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct AuditQuery {
+    /// Only this action (`control.system_pause`, `command.retry_now`, ...).
+    #[param(
+        max_length = 256,
+        pattern = "^[A-Za-z0-9_:@+=~-]+(\\.[A-Za-z0-9_:@+=~-]+)*$"
+    )]
+    pub action: Option<String>,
+    /// Only actions on this kind of subject (`tenant`, `campaign`, `contact`, `job`, ...).
+    #[param(
+        max_length = 256,
+        pattern = "^[A-Za-z0-9_:@+=~-]+(\\.[A-Za-z0-9_:@+=~-]+)*$"
+    )]
+    pub subject_type: Option<String>,
+    /// Only actions about this contact.
+    #[param(
+        max_length = 256,
+        pattern = "^[A-Za-z0-9_:@+=~-]+(\\.[A-Za-z0-9_:@+=~-]+)*$"
+    )]
+    pub contact_id: Option<String>,
+    /// Page size, 1..=500 (default 50).
+    #[param(minimum = 1, maximum = 500)]
+    pub limit: Option<i64>,
+    /// `next_cursor` of the previous page.
+    #[param(pattern = "^[0-9]{1,16}_[0-9a-f]{32}$")]
+    pub cursor: Option<String>,
+}
+
 /// A time range, required and bounded (each route says how long a range it takes; a longer
 /// one is 400). A range whose `to` is not after its `from` is empty.
 #[derive(Debug, Deserialize, IntoParams)]

@@ -171,6 +171,51 @@ pub async fn list_exceptions(
     })))
 }
 
+/// The audit log, newest first: who did what, to what, when, why and with what result
+/// (operators' requests and what the services made of them; control changes included).
+/// Operators and admins only: it names who acted.
+#[utoipa::path(get, path = "/v1/audit", tag = "reads", params(AuditQuery, crate::app::TenantHeader),
+    security(("bearer" = [])),
+    responses((status = 200, body = Page<AuditEntry>), (status = 400, body = ErrorBody),
+        (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 422, body = ErrorBody)))]
+pub async fn audit(
+    State(state): State<AppState>,
+    principal: Principal,
+    Query(q): Query<AuditQuery>,
+) -> Result<Json<Page<AuditEntry>>, ApiError> {
+    principal.require(Role::Operator)?;
+    let limit = limit(q.limit)?;
+    let cursor = q.cursor.as_deref().map(Cursor::decode).transpose()?;
+    let mut sql: QueryBuilder<Postgres> = QueryBuilder::new(format!(
+        "SELECT {AUDIT_COLUMNS} FROM audit WHERE tenant_id = "
+    ));
+    sql.push_bind(&principal.tenant_id);
+    for (field, column, value) in [
+        ("action", " AND action = ", &q.action),
+        ("subject_type", " AND subject_type = ", &q.subject_type),
+        ("contact_id", " AND contact_id = ", &q.contact_id),
+    ] {
+        if let Some(v) = value {
+            param_id(field, v)?;
+            sql.push(column).push_bind(v);
+        }
+    }
+    if let Some(c) = cursor {
+        sql.push(" AND (occurred_at, event_id) < (")
+            .push_bind(c.at)
+            .push(", ")
+            .push_bind(c.id)
+            .push(")");
+    }
+    sql.push(" ORDER BY occurred_at DESC, event_id DESC LIMIT ")
+        .push_bind(limit + 1);
+    let rows: Vec<AuditEntry> = sql.build_query_as().fetch_all(state.pool()).await?;
+    Ok(Json(page(rows, limit, |e| Cursor {
+        at: e.occurred_at,
+        id: e.event_id,
+    })))
+}
+
 /// Occupancy of the slot grid over a range of at most 7 days (longer is 400).
 #[utoipa::path(get, path = "/v1/slots", tag = "reads", params(RangeQuery, crate::app::TenantHeader),
     security(("bearer" = [])),

@@ -440,6 +440,66 @@ async fn actions_put_commands_on_kafka_and_show_in_the_commands_view() -> Result
     let (_, settings) = call(&env, "GET", "/v1/control", Some(&operator), None, &[]).await?;
     assert_eq!(settings[0]["setting"], "system_pause");
     assert_eq!(settings[0]["enabled"], true);
+
+    // The audit log says who paused, when and why; newest first, a page at a time.
+    let (status, log) = call(
+        &env,
+        "GET",
+        "/v1/audit?action=control.system_pause",
+        Some(&operator),
+        None,
+        &[],
+    )
+    .await?;
+    assert_eq!(status, StatusCode::OK, "{log}");
+    let pause = log["items"]
+        .as_array()
+        .and_then(|items| items.iter().find(|e| e["actor_id"] == "admin@a"))
+        .with_context(|| format!("no pause by admin@a in {log}"))?;
+    assert_eq!(pause["reason"], "incident", "{pause}");
+    assert!(pause["occurred_at"].is_string(), "{pause}");
+    let (_, first) = call(&env, "GET", "/v1/audit?limit=1", Some(&operator), None, &[]).await?;
+    let cursor = first["next_cursor"].as_str().context("a second page")?;
+    let (_, second) = call(
+        &env,
+        "GET",
+        &format!("/v1/audit?limit=1&cursor={cursor}"),
+        Some(&operator),
+        None,
+        &[],
+    )
+    .await?;
+    let time = |page: &Value| page["items"][0]["occurred_at"].as_str().map(str::to_owned);
+    assert!(
+        time(&second) <= time(&first),
+        "newest first: {first} then {second}"
+    );
+    assert_ne!(
+        first["items"][0]["event_id"],
+        second["items"][0]["event_id"]
+    );
+    // Viewers do not read who did what; another tenant sees none of it; a bad filter is 400.
+    let viewer = create_token(&env.views.db.pool, "ta", Role::Viewer, "view@a")
+        .await?
+        .token;
+    let (status, _) = call(&env, "GET", "/v1/audit", Some(&viewer), None, &[]).await?;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let other = create_token(&env.views.db.pool, "tb", Role::Admin, "admin@b")
+        .await?
+        .token;
+    let (status, theirs) = call(&env, "GET", "/v1/audit", Some(&other), None, &[]).await?;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(theirs["items"], json!([]), "{theirs}");
+    let (status, refused) = call(
+        &env,
+        "GET",
+        "/v1/audit?action=a%2Fb",
+        Some(&operator),
+        None,
+        &[],
+    )
+    .await?;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{refused}");
     Ok(())
 }
 
@@ -676,6 +736,7 @@ async fn the_openapi_document_is_3_1_and_covers_every_route() -> Result<()> {
         ("post", "/v1/control/campaigns/{campaign_id}/pause"),
         ("post", "/v1/control/shadow-mode"),
         ("post", "/v1/control/crm-writes"),
+        ("get", "/v1/audit"),
         ("get", "/v1/commands/{command_id}"),
         ("get", "/healthz"),
         ("get", "/readyz"),
