@@ -26,6 +26,8 @@ pub struct SimCall {
     pub contact_id: Option<String>,
     pub completion_dropped: bool,
     pub lost: bool,
+    /// The event ids the gateway named in its 2xx answers to this call's webhooks.
+    pub accepted_event_ids: Vec<String>,
 }
 
 /// The calls of a `/_sim/calls` answer (entries it cannot read are skipped).
@@ -44,6 +46,13 @@ pub fn sim_calls(body: &Value) -> Vec<SimCall> {
                         contact_id: text(c, "contact_id"),
                         completion_dropped: flag(c, "completion_dropped"),
                         lost: flag(c, "lost"),
+                        accepted_event_ids: c
+                            .get("accepted_event_ids")
+                            .and_then(Value::as_array)
+                            .into_iter()
+                            .flatten()
+                            .filter_map(|id| id.as_str().map(str::to_owned))
+                            .collect(),
                     })
                 })
                 .collect()

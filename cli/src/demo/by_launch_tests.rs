@@ -13,6 +13,7 @@ fn call(sid: &str, launch: Uuid, dropped: bool, lost: bool) -> SimCall {
         contact_id: Some("c-1".into()),
         completion_dropped: dropped,
         lost,
+        accepted_event_ids: Vec::new(),
     }
 }
 

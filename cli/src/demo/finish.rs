@@ -10,7 +10,7 @@ use super::children::Children;
 use super::reader::Reader;
 use super::roles::Available;
 use super::setup::Run;
-use super::{api, promises, records, render, summary, views, DemoArgs, Outcome};
+use super::{api, promises, render, summary, views, DemoArgs, Outcome};
 
 /// How long the views must stand still before a difference counts as real.
 const VIEWS_QUIET: Duration = Duration::from_secs(5);
@@ -86,7 +86,7 @@ pub async fn print_summary(src: Sources<'_>) -> Vec<&'static str> {
     };
     let api = match pool {
         Some(pool) if available.operator_api => {
-            Some(api::examples(pool, &run.api_url, &tenant(run)).await)
+            Some(api::examples(pool, &run.api_url, &run.first_tenant()).await)
         }
         _ => None,
     };
@@ -97,7 +97,6 @@ pub async fn print_summary(src: Sources<'_>) -> Vec<&'static str> {
         &outcome.zones,
         &tally,
     );
-    let records = records::check(&outcome.stats.calls, &tally);
     let summary = summary::build(
         &tally,
         &outcome.stats,
@@ -110,7 +109,6 @@ pub async fn print_summary(src: Sources<'_>) -> Vec<&'static str> {
             views,
             api,
             promises,
-            records,
         },
     );
     print!("{}", render::text(&summary));
@@ -187,14 +185,4 @@ fn chaos_line(report: &super::chaos::ChaosReport) -> String {
         "restarted_after_exit": report.restarted_after_exit,
     })
     .to_string()
-}
-
-/// The tenant the workload runs as: the control file's first.
-fn tenant(run: &Run) -> String {
-    run.control
-        .tenants
-        .keys()
-        .next()
-        .cloned()
-        .unwrap_or_else(|| "acme".into())
 }

@@ -231,8 +231,10 @@ async fn drive(
     let tenant_tokens = tenants
         .iter()
         .filter_map(|t| {
-            let name = format!("DEMO_LAUNCH_TOKEN_{}", t.to_uppercase().replace('-', "_"));
-            Some((t.clone(), run.setting(&name)?.to_owned()))
+            Some((
+                t.clone(),
+                run.setting(&setup::launch_token_setting(t))?.to_owned(),
+            ))
         })
         .collect();
     let mut plan = callstream_workload::plan(&callstream_workload::PlanSettings {

@@ -18,7 +18,7 @@
 //! Each check says how many it looked at, how many broke it, and up to five
 //! examples.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use callstream_control::ControlFile;
 use callstream_domain::timezone::{resolve_zone, ZoneInputs};
@@ -156,9 +156,9 @@ pub fn check(
     }
 }
 
-fn opted_out(calls: &[Call]) -> Check {
-    let mut check = Check::default();
-    // When each lead's "stop" reached callstream's side: the end of that call.
+/// When each lead's first "stop" reached callstream's side, by tenant and contact: the end
+/// of the call in which they said it, when the platform delivered that call's result.
+fn stops(calls: &[Call]) -> HashMap<(&str, &str), i64> {
     let mut stopped: HashMap<(&str, &str), i64> = HashMap::new();
     for c in calls.iter().filter(|c| c.opted_out && c.result_delivered) {
         if let Some(end) = c.ended_ms {
@@ -166,6 +166,21 @@ fn opted_out(calls: &[Call]) -> Check {
             *at = (*at).min(end);
         }
     }
+    stopped
+}
+
+/// The leads (tenant, contact) who said "stop" in a call whose result the platform
+/// delivered, from the simulator's `/_sim/calls`.
+pub fn stopped_leads(sim_calls: &Value, default_tenant: &str) -> HashSet<(String, String)> {
+    stops(&calls(sim_calls, default_tenant))
+        .into_keys()
+        .map(|(tenant, contact)| (tenant.to_owned(), contact.to_owned()))
+        .collect()
+}
+
+fn opted_out(calls: &[Call]) -> Check {
+    let mut check = Check::default();
+    let stopped = stops(calls);
     for c in calls {
         check.saw();
         if let Some(stop) = stopped.get(&(c.tenant.as_str(), c.contact.as_str())) {

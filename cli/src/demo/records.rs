@@ -9,9 +9,9 @@
 //!   failure, so a crash between the two would show here).
 
 use serde::Serialize;
-use serde_json::Value;
 use uuid::Uuid;
 
+use super::by_launch::SimCall;
 use super::promises::Check;
 use super::tally::Tally;
 
@@ -22,34 +22,27 @@ pub struct Records {
     pub failures_have_exceptions: Check,
 }
 
-/// Checks both, from the simulator's `/_sim/calls` and the topics' tally.
-pub fn check(sim_calls: &Value, tally: &Tally) -> Records {
+/// Checks both, from the simulator's calls and the topics' tally.
+pub fn check(sim_calls: &[SimCall], tally: &Tally) -> Records {
     Records {
         webhooks_on_call_events: webhooks(sim_calls, tally),
         failures_have_exceptions: failures(tally),
     }
 }
 
-fn webhooks(sim_calls: &Value, tally: &Tally) -> Check {
+fn webhooks(sim_calls: &[SimCall], tally: &Tally) -> Check {
     let mut check = Check::default();
-    let calls = sim_calls
-        .get("calls")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten();
-    for call in calls {
-        let sid = call.get("sid").and_then(Value::as_str).unwrap_or_default();
-        let ids = call
-            .get("accepted_event_ids")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str);
-        for id in ids {
+    for call in sim_calls {
+        for id in &call.accepted_event_ids {
             check.saw();
             let stored = Uuid::parse_str(id).is_ok_and(|id| tally.call_event_ids.contains(&id));
             if !stored {
-                check.broke(|| format!("call {sid}: event {id} answered 2xx, not on call-events"));
+                check.broke(|| {
+                    format!(
+                        "call {}: event {id} answered 2xx, not on call-events",
+                        call.sid
+                    )
+                });
             }
         }
     }
@@ -96,7 +89,7 @@ mod tests {
             {"sid": "CA2", "accepted_event_ids": [stored.to_string(), lost.to_string()]},
             {"sid": "CA3"},
         ]});
-        let check = webhooks(&calls, &tally);
+        let check = webhooks(&super::super::by_launch::sim_calls(&calls), &tally);
         assert_eq!((check.checked, check.broken), (3, 1));
         assert!(check.examples[0].contains("CA2"), "{:?}", check.examples);
     }

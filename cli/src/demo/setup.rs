@@ -50,10 +50,30 @@ impl Run {
         self.env.get(name).map(String::as_str)
     }
 
+    /// The control file's first tenant: the one the API examples are shown for, and the
+    /// tenant of a simulator record that names none.
+    pub fn first_tenant(&self) -> String {
+        self.control
+            .tenants
+            .keys()
+            .next()
+            .cloned()
+            .unwrap_or_else(|| "acme".into())
+    }
+
     /// The physical name of a logical topic.
     pub fn topic(&self, logical: &str) -> String {
         self.topics.name(logical)
     }
+}
+
+/// The demo.env setting with `tenant`'s own launch-intake token (`DEMO_LAUNCH_TOKEN_BOLT`);
+/// a tenant without one sends with `DEMO_LAUNCH_TOKEN`.
+pub fn launch_token_setting(tenant: &str) -> String {
+    format!(
+        "DEMO_LAUNCH_TOKEN_{}",
+        tenant.to_uppercase().replace('-', "_")
+    )
 }
 
 /// A line of an env file that is not `KEY=VALUE`.
@@ -373,7 +393,7 @@ mod tests {
         let integrations = setting("CALLSTREAM_DISPATCH_INTEGRATIONS").unwrap();
         let crm_tokens = setting("CALLSTREAM_CRM_TENANT_TOKENS").unwrap();
         for tenant in soak.tenants.keys() {
-            let own = format!("DEMO_LAUNCH_TOKEN_{}", tenant.to_uppercase());
+            let own = launch_token_setting(tenant);
             assert!(tenant == "acme" || setting(&own).is_some(), "{own}");
             assert!(
                 integrations.contains(&format!("{tenant}={tenant}-twilio")),

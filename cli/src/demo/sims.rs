@@ -145,20 +145,11 @@ pub async fn pause_campaign(
 /// ended with the lead saying "stop", its CRM record saying they may be called.
 fn contradicting(
     calls: &Value,
+    default_tenant: &str,
     launches: Vec<callstream_workload::Launch>,
 ) -> Vec<callstream_workload::Launch> {
-    let text = |c: &Value, k: &str| c.get(k).and_then(Value::as_str).map(str::to_owned);
     // By tenant and contact: two tenants' contacts with one id are different leads.
-    let opted_out: std::collections::HashSet<(String, String)> = calls
-        .get("calls")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter(|c| c.get("intent").and_then(Value::as_str) == Some("do_not_call"))
-        .filter(|c| c.get("completion_dropped").and_then(Value::as_bool) == Some(false))
-        .filter(|c| c.get("ended_at_ms").is_some_and(|v| !v.is_null()))
-        .filter_map(|c| Some((text(c, "tenant")?, text(c, "contact_id")?)))
-        .collect();
+    let opted_out = super::promises::stopped_leads(calls, default_tenant);
     let mut seen = std::collections::HashSet::new();
     launches
         .into_iter()
@@ -189,7 +180,7 @@ pub async fn crm_contradicts_opt_outs(
 ) -> Result<usize> {
     tokio::time::sleep(delay).await;
     let calls = get(&client()?, &format!("{}/_sim/calls", run.voice_url)).await?;
-    let again = contradicting(&calls, launches);
+    let again = contradicting(&calls, &run.first_tenant(), launches);
     let plan = callstream_workload::Plan { launches: again };
     let report = callstream_workload::send(&plan, &settings).await?;
     Ok(report.accepted)
@@ -209,6 +200,45 @@ mod tests {
             vec![("busy".to_string(), 2), ("completed".to_string(), 5)]
         );
         assert!(counts(&stats, "absent").is_empty());
+    }
+
+    #[test]
+    fn the_crm_contradicts_only_the_lead_who_said_stop_in_a_delivered_call() {
+        // acme and bolt both have a contact c-1; only acme's c-1 said stop in a call whose
+        // result was delivered; bolt's c-2 said it in a call whose completion was dropped.
+        let call = |tenant: &str, contact: &str, intent: &str, dropped: bool| {
+            json!({"tenant": tenant, "contact_id": contact, "intent": intent,
+                   "completion_dropped": dropped, "created_at_ms": 1, "ended_at_ms": 2})
+        };
+        let calls = json!({"calls": [
+            call("acme", "c-1", "do_not_call", false),
+            call("bolt", "c-1", "interested", false),
+            call("bolt", "c-2", "do_not_call", true),
+        ]});
+        let plan = callstream_workload::plan(&callstream_workload::PlanSettings {
+            contacts: 6,
+            campaigns: vec!["spring-intake".into()],
+            tenants: vec!["acme".into(), "bolt".into()],
+            id_prefix: "x".into(),
+            seed: 1,
+        });
+        let launches: Vec<_> = plan
+            .launches
+            .into_iter()
+            .map(|mut l| {
+                l.contact_id = l.contact_id.trim_start_matches("x-").to_owned();
+                l.send_at_ms = 9;
+                l
+            })
+            .collect();
+        let again = contradicting(&calls, "acme", launches);
+        let who: Vec<_> = again
+            .iter()
+            .map(|l| (l.tenant.as_str(), l.contact_id.as_str()))
+            .collect();
+        assert_eq!(who, [("acme", "c-1")]);
+        assert!(!again[0].contact.do_not_call);
+        assert_eq!(again[0].send_at_ms, 0, "sent at once");
     }
 
     #[test]

@@ -11,7 +11,7 @@ use serde::Serialize;
 use super::api::Api;
 use super::by_launch::{self, CrmPerLaunch, Dropped};
 use super::promises::Promises;
-use super::records::Records;
+use super::records::{self, Records};
 use super::sections::{self, Calls, Completions, Crm, Exceptions, Intake, Jobs};
 use super::sims::SimStats;
 use super::slots::{self, Slots};
@@ -158,7 +158,6 @@ pub struct Context<'a> {
     pub views: Views,
     pub api: Option<Api>,
     pub promises: Promises,
-    pub records: Records,
 }
 
 pub fn build(t: &Tally, sims: &SimStats, cx: Context<'_>) -> Summary {
@@ -174,6 +173,7 @@ pub fn build(t: &Tally, sims: &SimStats, cx: Context<'_>) -> Summary {
         dropped: by_launch::dropped(&sim_calls, t, cx.recovery),
         crm: by_launch::crm_per_launch(&sims.crm, &sim_calls, t),
     };
+    let records = records::check(&sim_calls, t);
     let due_during_run = t.fired.len() + t.launch_due.len();
     let invariants = Invariants {
         every_request_accepted: intake.requests == intake.accepted && intake.failed == 0,
@@ -187,8 +187,8 @@ pub fn build(t: &Tally, sims: &SimStats, cx: Context<'_>) -> Summary {
         cap_held_by_send_time: cx.promises.cap_held_by_send_time.ok(),
         no_call_outside_window: cx.promises.no_call_outside_window.ok(),
         no_contact_stuck: cx.promises.no_contact_stuck.ok(),
-        webhooks_on_call_events: cx.records.webhooks_on_call_events.ok(),
-        failures_have_exceptions: cx.records.failures_have_exceptions.ok(),
+        webhooks_on_call_events: records.webhooks_on_call_events.ok(),
+        failures_have_exceptions: records.failures_have_exceptions.ok(),
         every_dropped_completion_closed: by_launch.dropped.not_closed == 0
             && completions.unresolved == 0
             && completions.still_open == 0,
@@ -210,7 +210,7 @@ pub fn build(t: &Tally, sims: &SimStats, cx: Context<'_>) -> Summary {
         views: cx.views,
         api: cx.api,
         promises: cx.promises,
-        records: cx.records,
+        records,
         invariants,
     }
 }

@@ -237,12 +237,11 @@ impl Ctx {
         })
         .await;
         let delivered = answer.code.is_some_and(|c| (200..300).contains(&c));
-        self.state
-            .store()
-            .update(self.generation, &self.call.sid, |c| {
-                c.accepted_event_ids.extend(answer.event_id);
-            });
-        self.state.store().count(self.generation, |s| {
+        let store = self.state.store();
+        store.update(self.generation, &self.call.sid, |c| {
+            c.accepted_event_ids.extend(answer.event_id);
+        });
+        store.count(self.generation, |s| {
             s.analysis_delivered += u64::from(delivered);
             s.analysis_failed += u64::from(!delivered);
         });
