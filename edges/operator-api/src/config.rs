@@ -61,6 +61,10 @@ pub struct OperatorApiConfig {
     /// How long a `/readyz` answer is reused (`CALLSTREAM_OPERATOR_API_READY_CACHE_MS`,
     /// default 1000), so a flood of probes checks Postgres and Kafka at most once a period.
     pub ready_cache: Duration,
+    /// The delivery rate below which the completion detector raises an alert, drawn on the
+    /// console's delivery chart (`CALLSTREAM_DETECTOR_DELIVERY_THRESHOLD`, the detector's
+    /// own setting, default 0.8), so both read one value.
+    pub delivery_threshold: f64,
 }
 
 /// A token bucket: `per_minute` sustained (spread evenly), `burst` at once (0: as many
@@ -95,6 +99,7 @@ impl OperatorApiConfig {
             },
             max_waiting: 64,
             ready_cache: Duration::from_secs(1),
+            delivery_threshold: 0.8,
         }
     }
 
@@ -156,6 +161,18 @@ impl OperatorApiConfig {
                 })?;
                 *field = Duration::from_millis(ms);
             }
+        }
+        if let Some(value) = get("CALLSTREAM_DETECTOR_DELIVERY_THRESHOLD") {
+            config.delivery_threshold = value
+                .trim()
+                .parse()
+                .ok()
+                .filter(|t: &f64| (0.0..=1.0).contains(t))
+                .ok_or(ConfigError {
+                    name: "CALLSTREAM_DETECTOR_DELIVERY_THRESHOLD",
+                    value: value.clone(),
+                    problem: "not a rate between 0 and 1",
+                })?;
         }
         if let Some(value) = get("CALLSTREAM_OPERATOR_API_MAX_CONNECTIONS") {
             config.serve_limits.max_connections =

@@ -16,6 +16,7 @@ pub mod app;
 pub mod auth;
 pub mod cases;
 pub mod config;
+pub mod console;
 pub mod control;
 pub mod crm_retry;
 pub mod cursor;

@@ -236,3 +236,21 @@ pub struct Accepted {
     /// Where to follow it.
     pub status_url: String,
 }
+
+/// How many of one kind (an exception type, a hold's reason).
+#[derive(Debug, Clone, Serialize, Deserialize, sqlx::FromRow, ToSchema)]
+pub struct Count {
+    pub key: String,
+    pub count: i64,
+}
+
+/// What needs a person now: the counts the console's Today page links from.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct Summary {
+    /// Open exceptions by type, most first.
+    pub open_exceptions: Vec<Count>,
+    /// Launches whose completion is missing and not yet resolved.
+    pub missing_completions: i64,
+    /// Calls held (by a pause or a guard), by the reason that holds them, most first.
+    pub held_calls: Vec<Count>,
+}

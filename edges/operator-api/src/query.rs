@@ -16,6 +16,8 @@ pub enum JobState {
     Scheduled,
     Due,
     Dispatching,
+    /// Held by a pause or a guard (the reason says which); re-planned when it lifts.
+    Held,
     Launched,
     Ambiguous,
     Completed,
@@ -33,6 +35,7 @@ impl JobState {
             Self::Scheduled => "scheduled",
             Self::Due => "due",
             Self::Dispatching => "dispatching",
+            Self::Held => "held",
             Self::Launched => "launched",
             Self::Ambiguous => "ambiguous",
             Self::Completed => "completed",
@@ -64,6 +67,8 @@ pub struct JobsQuery {
         pattern = "^[A-Za-z0-9_:@+=~-]+(\\.[A-Za-z0-9_:@+=~-]+)*$"
     )]
     pub campaign_id: Option<String>,
+    /// Only jobs still to come: requested, scheduled, due or held (with `state`, both apply).
+    pub active: Option<bool>,
     /// Only jobs planned at or after this time (RFC 3339).
     pub from: Option<DateTime<Utc>>,
     /// Only jobs planned before this time (RFC 3339).
@@ -94,6 +99,12 @@ pub struct ExceptionsQuery {
     /// open (default), resolved, ignored or all.
     #[param(inline)]
     pub status: Option<ExceptionFilter>,
+    /// Only exceptions of this type (`completion_missing`, `launch_failed`, ...).
+    #[param(
+        max_length = 256,
+        pattern = "^[A-Za-z0-9_:@+=~-]+(\\.[A-Za-z0-9_:@+=~-]+)*$"
+    )]
+    pub exception_type: Option<String>,
     /// Page size, 1..=500 (default 50).
     #[param(minimum = 1, maximum = 500)]
     pub limit: Option<i64>,
@@ -169,6 +180,10 @@ pub const MAX_SLOT_RANGE: chrono::Duration = chrono::Duration::days(7);
 
 /// The longest range of delivery buckets one request may ask for (144 buckets a day).
 pub const MAX_DELIVERY_RANGE: chrono::Duration = chrono::Duration::days(31);
+
+/// Jobs still to come (`active=true`), as the partial index `jobs_active` is defined.
+pub const ACTIVE_JOBS_PREDICATE: &str =
+    " AND state IN ('requested', 'scheduled', 'due', 'held')";
 
 /// Paging only.
 #[derive(Debug, Default, Deserialize, IntoParams)]

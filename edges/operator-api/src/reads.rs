@@ -46,6 +46,11 @@ pub async fn list_jobs(
     if let Some(s) = q.state {
         sql.push(" AND state = ").push_bind(s.as_str());
     }
+    if q.active == Some(true) {
+        // A literal list (not a bound array), so the planner can use the partial index
+        // `jobs_active`, whose predicate is the same list.
+        sql.push(ACTIVE_JOBS_PREDICATE);
+    }
     if let Some(c) = &q.contact_id {
         param_id("contact_id", c)?;
         sql.push(" AND contact_id = ").push_bind(c);
@@ -154,6 +159,10 @@ pub async fn list_exceptions(
     sql.push_bind(&principal.tenant_id);
     if status != "all" {
         sql.push(" AND status = ").push_bind(status);
+    }
+    if let Some(t) = &q.exception_type {
+        param_id("exception_type", t)?;
+        sql.push(" AND exception_type = ").push_bind(t);
     }
     if let Some(c) = cursor {
         sql.push(" AND (first_seen_at, exception_id) > (")
@@ -372,6 +381,46 @@ pub async fn timeline(
         at: e.occurred_at,
         id: e.event_id,
     })))
+}
+
+/// What needs a person now: open exceptions by type, open missing completions, and held
+/// calls by the reason that holds them.
+#[utoipa::path(get, path = "/v1/summary", tag = "reads", params(crate::app::TenantHeader),
+    security(("bearer" = [])),
+    responses((status = 200, body = Summary), (status = 401, body = ErrorBody),
+        (status = 403, body = ErrorBody)))]
+pub async fn summary(
+    State(state): State<AppState>,
+    principal: Principal,
+) -> Result<Json<Summary>, ApiError> {
+    principal.require(Role::Viewer)?;
+    let tenant = &principal.tenant_id;
+    let pool = state.pool();
+    let (open_exceptions, missing_completions, held_calls) = tokio::try_join!(
+        sqlx::query_as::<_, Count>(
+            "SELECT exception_type AS key, count(*) AS count FROM exceptions
+             WHERE tenant_id = $1 AND status = 'open' GROUP BY 1 ORDER BY 2 DESC, 1",
+        )
+        .bind(tenant)
+        .fetch_all(pool),
+        sqlx::query_scalar::<_, i64>(
+            "SELECT count(*) FROM launches
+             WHERE tenant_id = $1 AND missing_at IS NOT NULL AND resolution IS NULL",
+        )
+        .bind(tenant)
+        .fetch_one(pool),
+        sqlx::query_as::<_, Count>(
+            "SELECT coalesce(reason, 'unknown') AS key, count(*) AS count FROM jobs
+             WHERE tenant_id = $1 AND state = 'held' GROUP BY 1 ORDER BY 2 DESC, 1",
+        )
+        .bind(tenant)
+        .fetch_all(pool),
+    )?;
+    Ok(Json(Summary {
+        open_exceptions,
+        missing_completions,
+        held_calls,
+    }))
 }
 
 /// The current runtime settings.
