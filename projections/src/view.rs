@@ -84,6 +84,7 @@ impl View {
                 LAUNCH_COMMANDS,
                 CALL_LAUNCHES,
                 CALL_EVENTS,
+                CONTACT_STATE,
             ],
             View::Exceptions => &[EXCEPTIONS],
             View::Slots => &[SCHEDULE_EVENTS],

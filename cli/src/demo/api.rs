@@ -1,5 +1,5 @@
-//! The operator API at the end of a run: a viewer token for the run's
-//! tenant, and example calls (jobs, exceptions, missing launches, a
+//! The operator API at the end of a run: the console's address with an admin
+//! token to log in with, a viewer token for the run's tenant, and example calls (jobs, exceptions, missing launches, a
 //! contact's timeline), each tried once so the summary can say the API
 //! answers, and printed as `curl` lines to paste while `--keep-running`
 //! leaves it up.
@@ -30,16 +30,22 @@ pub struct Api {
     pub tenant: String,
     /// A viewer token (the run's own database; shown once, as tokens are).
     pub token: String,
+    /// An admin token to log in to the console with (it acts: pauses, recoveries).
+    pub console_token: String,
+    /// The console page the first request of the run loads, as the API answered it
+    /// (0: no answer).
+    pub console_status: u16,
     pub examples: Vec<Example>,
     pub error: Option<String>,
 }
 
 impl Api {
-    /// Every example answered 200.
+    /// Every example answered 200, and the console answered its page.
     pub fn answered(&self) -> bool {
         self.error.is_none()
             && !self.examples.is_empty()
             && self.examples.iter().all(|e| e.status == 200)
+            && self.console_status == 200
     }
 
     /// The example as a `curl` line.
@@ -59,6 +65,11 @@ pub fn text(api: &Api, keep_running: bool) -> String {
         let _ = writeln!(o, "  not available: {e}");
         return o;
     }
+    let _ = writeln!(
+        o,
+        "  console: {}/console (answered {}) · log in with the admin token {}",
+        api.url, api.console_status, api.console_token
+    );
     let _ = writeln!(o, "  viewer token: {}", api.token);
     for e in &api.examples {
         let items = e.items.map_or(String::new(), |n| format!(", {n} items"));
@@ -120,6 +131,10 @@ async fn fill(api: &mut Api, pool: &PgPool) -> Result<()> {
         .await
         .context("creating a viewer token")?
         .token;
+    api.console_token = create_token(pool, &api.tenant, Role::Admin, "callstream-demo-console")
+        .await
+        .context("creating the console's admin token")?
+        .token;
     let mut paths = vec![
         ("jobs", "/v1/jobs?limit=5".to_string()),
         ("open exceptions", "/v1/exceptions?limit=5".to_string()),
@@ -138,6 +153,13 @@ async fn fill(api: &mut Api, pool: &PgPool) -> Result<()> {
         .timeout(Duration::from_secs(10))
         .build()
         .context("building the HTTP client")?;
+    // The console's Today, as the browser loads it once logged in.
+    api.console_status = http
+        .get(format!("{}/console/f/today", api.url))
+        .bearer_auth(&api.console_token)
+        .send()
+        .await
+        .map_or(0, |r| r.status().as_u16());
     for (what, path) in paths {
         let answer = http
             .get(format!("{}{path}", api.url))

@@ -182,8 +182,7 @@ pub const MAX_SLOT_RANGE: chrono::Duration = chrono::Duration::days(7);
 pub const MAX_DELIVERY_RANGE: chrono::Duration = chrono::Duration::days(31);
 
 /// Jobs still to come (`active=true`), as the partial index `jobs_active` is defined.
-pub const ACTIVE_JOBS_PREDICATE: &str =
-    " AND state IN ('requested', 'scheduled', 'due', 'held')";
+pub const ACTIVE_JOBS_PREDICATE: &str = " AND state IN ('requested', 'scheduled', 'due', 'held')";
 
 /// Paging only.
 #[derive(Debug, Default, Deserialize, IntoParams)]

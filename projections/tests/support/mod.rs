@@ -81,7 +81,7 @@ pub fn route(topics: &Topics, event: &AnyEvent) -> (String, String) {
         AnyEvent::ControlChange(e) => (t::CONTROL, e.record_key()),
         AnyEvent::Alert(_) => (t::ALERTS, env.tenant_id.to_string()),
         AnyEvent::AuditEvent(_) => (t::AUDIT, env.tenant_id.to_string()),
-        _ => (t::DEAD_LETTERS, env.tenant_id.to_string()),
+        AnyEvent::ContactState(e) => (t::CONTACT_STATE, e.contact_id.clone()),
     };
     (topics.name(logical), key)
 }

@@ -132,9 +132,10 @@ pub async fn command(
     let Json(CommandStatus { status, reason, .. }) =
         actions::get_command(State(state), p, Path(command_id), wait()).await?;
     let what = q.what.unwrap_or_else(|| "Command".into());
-    let mut response =
-        axum::response::Html(status_markup(&what, command_id, &status, reason.as_deref()).into_string())
-            .into_response();
+    let mut response = axum::response::Html(
+        status_markup(&what, command_id, &status, reason.as_deref()).into_string(),
+    )
+    .into_response();
     if status != "pending" {
         response.headers_mut().insert(
             HeaderName::from_static("hx-trigger"),
@@ -186,7 +187,10 @@ pub async fn launch(
         }
         _ => return ConsoleError(ApiError::NotFound { what: "action" }).into_response(),
     };
-    render(&format!("{what} (launch {})", &launch_id.to_string()[..8]), outcome)
+    render(
+        &format!("{what} (launch {})", &launch_id.to_string()[..8]),
+        outcome,
+    )
 }
 
 /// Ignore an exception, or retry its failed CRM command.
@@ -211,7 +215,10 @@ pub async fn exception(
         ),
         _ => return ConsoleError(ApiError::NotFound { what: "action" }).into_response(),
     };
-    render(&format!("{what} (exception {})", &exception_id.to_string()[..8]), outcome)
+    render(
+        &format!("{what} (exception {})", &exception_id.to_string()[..8]),
+        outcome,
+    )
 }
 
 /// Retry now or later, cancel future jobs, force finish: actions on a contact.
@@ -272,8 +279,7 @@ pub async fn contact(
         ),
         "force-finish" => (
             "Force finish",
-            actions::force_finish(State(state), p, path, wait(), Body(ReasonBody { reason }))
-                .await,
+            actions::force_finish(State(state), p, path, wait(), Body(ReasonBody { reason })).await,
         ),
         _ => return ConsoleError(ApiError::NotFound { what: "action" }).into_response(),
     };
@@ -366,8 +372,14 @@ pub async fn control(
                     "{} campaign {campaign}",
                     if enabled { "Pause" } else { "Resume" }
                 ),
-                control::campaign_pause(State(state), p, Path(campaign.clone()), wait(), Body(body))
-                    .await,
+                control::campaign_pause(
+                    State(state),
+                    p,
+                    Path(campaign.clone()),
+                    wait(),
+                    Body(body),
+                )
+                .await,
             )
         }
         _ => return ConsoleError(ApiError::NotFound { what: "setting" }).into_response(),

@@ -13,7 +13,9 @@ pub struct Zone(pub Tz);
 
 /// `Dec 4, 14:05 CST`: a time in a zone, with the zone's abbreviation.
 pub fn at(t: DateTime<Utc>, zone: Tz) -> String {
-    t.with_timezone(&zone).format("%b %-d, %H:%M %Z").to_string()
+    t.with_timezone(&zone)
+        .format("%b %-d, %H:%M %Z")
+        .to_string()
 }
 
 /// A time in the operator's zone, with the lead's local time beside it when the lead's

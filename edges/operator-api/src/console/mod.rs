@@ -40,7 +40,10 @@ pub use fmt::Zone;
 pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/console", get(|| async { Redirect::to("/console/today") }))
-        .route("/console/", get(|| async { Redirect::to("/console/today") }))
+        .route(
+            "/console/",
+            get(|| async { Redirect::to("/console/today") }),
+        )
         .route("/console/login", get(login))
         .route("/console/assets/{name}", get(asset))
         .route("/console/f/whoami", get(pages::whoami))
@@ -51,7 +54,10 @@ pub fn routes() -> Router<AppState> {
         .route("/console/f/contacts/{contact_id}", get(pages::contact))
         .route("/console/f/controls", get(pages::controls))
         .route("/console/f/commands/{command_id}", get(act::command))
-        .route("/console/f/act/launches/{launch_id}/{action}", post(act::launch))
+        .route(
+            "/console/f/act/launches/{launch_id}/{action}",
+            post(act::launch),
+        )
         .route(
             "/console/f/act/exceptions/{exception_id}/{action}",
             post(act::exception),
@@ -155,10 +161,7 @@ async fn page(
     uri: axum::http::Uri,
 ) -> Response {
     let query = uri.query().map(|q| format!("?{q}")).unwrap_or_default();
-    let Some((path, title)) = PAGES
-        .iter()
-        .find(|(p, _)| *p == name && *p != "contacts")
-    else {
+    let Some((path, title)) = PAGES.iter().find(|(p, _)| *p == name && *p != "contacts") else {
         return ConsoleError(ApiError::NotFound { what: "page" }).into_response();
     };
     // Controls change rarely: no need to poll them.
@@ -166,9 +169,7 @@ async fn page(
     shell(path, title, &format!("/console/f/{path}{query}"), refresh)
 }
 
-async fn contact_page(
-    axum::extract::Path(contact_id): axum::extract::Path<String>,
-) -> Response {
+async fn contact_page(axum::extract::Path(contact_id): axum::extract::Path<String>) -> Response {
     if let Err(e) = crate::extract::param_id("contact_id", &contact_id) {
         return ConsoleError(e).into_response();
     }
@@ -216,14 +217,20 @@ async fn asset(axum::extract::Path(name): axum::extract::Path<String>) -> Respon
             include_bytes!("assets/console.js"),
             "text/javascript; charset=utf-8",
         ),
-        "console.css" => (include_bytes!("assets/console.css"), "text/css; charset=utf-8"),
+        "console.css" => (
+            include_bytes!("assets/console.css"),
+            "text/css; charset=utf-8",
+        ),
         _ => return ConsoleError(ApiError::NotFound { what: "asset" }).into_response(),
     };
     secured(
         (
             [
                 (CONTENT_TYPE, HeaderValue::from_static(kind)),
-                (CACHE_CONTROL, HeaderValue::from_static("public, max-age=3600")),
+                (
+                    CACHE_CONTROL,
+                    HeaderValue::from_static("public, max-age=3600"),
+                ),
             ],
             body,
         )
@@ -272,10 +279,7 @@ fn fragment(markup: Markup) -> Fragment {
 impl FromRequestParts<AppState> for Zone {
     type Rejection = std::convert::Infallible;
 
-    async fn from_request_parts(
-        parts: &mut Parts,
-        _: &AppState,
-    ) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(parts: &mut Parts, _: &AppState) -> Result<Self, Self::Rejection> {
         let zone = parts
             .headers
             .get("x-console-zone")

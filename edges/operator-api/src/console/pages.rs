@@ -84,11 +84,7 @@ fn now() -> DateTime<Utc> {
 
 // ---- Today ----
 
-pub async fn today(
-    State(state): State<AppState>,
-    Operator(p): Operator,
-    zone: Zone,
-) -> Fragment {
+pub async fn today(State(state): State<AppState>, Operator(p): Operator, zone: Zone) -> Fragment {
     let day_start = fmt::start_of_day(now(), zone.0);
     let range = RangeQuery {
         from: day_start,
@@ -98,7 +94,12 @@ pub async fn today(
     let Json(summary) = reads::summary(State(state.clone()), p.clone()).await?;
     let (accepted, delivered, recovered, missing) =
         buckets.iter().fold((0, 0, 0, 0), |(a, d, r, m), b| {
-            (a + b.accepted, d + b.delivered, r + b.recovered, m + b.missing)
+            (
+                a + b.accepted,
+                d + b.delivered,
+                r + b.recovered,
+                m + b.missing,
+            )
         });
     let rate = (accepted > 0).then(|| delivered as f64 / accepted as f64);
     let threshold = state.config().delivery_threshold;
@@ -613,7 +614,12 @@ pub async fn controls(
         .collect();
     let rows = [
         ("system_pause", "System pause", "paused", "running"),
-        ("shadow_mode", "Shadow mode", "on (no calls are made)", "off"),
+        (
+            "shadow_mode",
+            "Shadow mode",
+            "on (no calls are made)",
+            "off",
+        ),
         ("crm_writes", "CRM writes", "allowed", "stopped"),
     ];
     fragment(html! {

@@ -16,8 +16,8 @@
 mod rows;
 
 use callstream_schemas::{
-    AnyEvent, CallEvent, CallLaunch, LaunchCommand, LaunchStatus, ScheduleEvent, ScheduleEventKind,
-    ScheduleRequest, ScheduleRequestKind,
+    AnyEvent, CallEvent, CallLaunch, ContactState, JobState, LaunchCommand, LaunchStatus,
+    ScheduleEvent, ScheduleEventKind, ScheduleRequest, ScheduleRequestKind,
 };
 use sqlx::PgConnection;
 use uuid::Uuid;
@@ -33,7 +33,8 @@ const DUE: (&str, i16) = ("due", 3);
 const DISPATCHING: (&str, i16) = ("dispatching", 4);
 const LAUNCHED: (&str, i16) = ("launched", 5);
 const AMBIGUOUS: (&str, i16) = ("ambiguous", 5);
-/// Held at the last hop by a pause: the job is re-planned (replaced) when it lifts.
+/// Held by a pause or a guard, at its slot (the contact processor, seen on `contact-state`)
+/// or at the last hop (the launch dispatcher): re-planned (replaced) when it lifts.
 const HELD: (&str, i16) = ("held", 6);
 const REPLACED: (&str, i16) = ("replaced", 8);
 const CANCELLED: (&str, i16) = ("cancelled", 9);
@@ -60,6 +61,7 @@ pub(super) async fn apply(
             AnyEvent::LaunchCommand(c) => launch_command(&mut jobs, &mut links, c),
             AnyEvent::CallLaunch(l) => call_launch(&mut jobs, &mut links, l),
             AnyEvent::CallEvent(e) => call_event(&mut links, e),
+            AnyEvent::ContactState(c) => held_jobs(&mut jobs, c),
             _ => {}
         }
     }
@@ -230,6 +232,28 @@ fn call_launch<'a>(jobs: &mut Jobs<'a>, links: &mut Links<'a>, l: &'a CallLaunch
     add(jobs, change);
     let link = LinkRow::link(&l.tenant_id, l.launch_id, l.job_id, &l.contact_id);
     links.add((&l.tenant_id, l.launch_id), link);
+}
+
+/// The jobs a contact's state shows held. The contact processor holds a job at its slot
+/// (a pause, or calls held for an exception) without any event of its own; its state is
+/// the only record of it. A held job is never planned again (it is replaced when the hold
+/// lifts, which the scheduler's events show), so taking `held` from any state record that
+/// shows it keeps the view's rule that a job never moves backwards.
+fn held_jobs<'a>(jobs: &mut Jobs<'a>, c: &'a ContactState) {
+    for job in c.jobs.iter().filter(|j| j.state == JobState::Held) {
+        let mut change = JobRow::new(
+            &c.tenant_id,
+            job.job_id,
+            &c.contact_id,
+            HELD,
+            job.updated_at,
+            c.event_id,
+        );
+        change.campaign_id = Some(&job.campaign_id);
+        change.reason = Some(&job.reason);
+        change.reason_detail = job.reason_detail.as_deref();
+        add(jobs, change);
+    }
 }
 
 /// A final call event of a known launch completes its job (now, or when the launch's job
