@@ -125,7 +125,7 @@ fn shell(current: &str, title: &str, fragment: &str, refresh: bool) -> Response 
         html lang="en" {
             (head(title))
             body {
-                a href="#page" class="muted" { "Skip to content" }
+                a href="#page" class="skip" { "Skip to content" }
                 header {
                     nav aria-label="Console" {
                         strong { "callstream" }

@@ -17,8 +17,12 @@ pub fn start(topics: &Topics, voice_base: &str, crm_base: &str) -> Result<Vec<Ru
     let fast = |c: &mut callstream_runtime::RuntimeConfig| {
         c.commit.interval = Duration::from_millis(50);
     };
+    // A job held by a pause is looked at again every 2 s (60 s in production), so a test
+    // sees it planned soon after the pause lifts.
+    let mut contact_config = callstream_contact::ContactConfig::new(topics);
+    contact_config.pause_recheck = Duration::from_secs(2);
     let contact = Running::start(
-        callstream_contact::processor(callstream_contact::ContactConfig::new(topics)),
+        callstream_contact::processor(contact_config),
         callstream_contact::spec(topics, &app_id(callstream_contact::APP_ID)),
         fast,
     );

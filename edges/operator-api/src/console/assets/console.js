@@ -45,14 +45,20 @@
   });
 
   // A list refreshes itself every few seconds, but not while the operator is typing a
-  // reason or picking a time in it: that would throw the input away.
+  // reason or picking a time in it (that would throw the input away), nor while an action's
+  // form is open. A focused button does not count: a clicked button keeps the focus.
   document.addEventListener("htmx:beforeRequest", function (e) {
     var elt = e.detail.elt;
     if (!elt.hasAttribute || !elt.hasAttribute("data-refresh")) return;
     var active = document.activeElement;
-    if (active && elt.contains(active) && active.closest("form")) e.preventDefault();
-    var open = elt.querySelector("details[open] form");
-    if (open) e.preventDefault();
+    var typing = active && elt.contains(active) && active.matches("input:not([type=hidden]), textarea, select");
+    if (typing || elt.querySelector("details[open] form")) e.preventDefault();
+  });
+
+  // Once an action's form is sent, its drop-down closes (and the list may refresh again).
+  document.addEventListener("htmx:afterRequest", function (e) {
+    var details = e.detail.elt.closest && e.detail.elt.closest("details");
+    if (details && e.detail.elt.tagName === "FORM") details.open = false;
   });
 
   document.addEventListener("DOMContentLoaded", function () {
