@@ -6,6 +6,7 @@
 
 mod cargo_cmds;
 mod clock_rule;
+mod debian;
 mod fuzz;
 mod kafka;
 mod layering;

@@ -7,7 +7,6 @@
 //! signals the pid in that directory's postmaster.pid; a reused server is never touched.
 
 use std::fs;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -63,16 +62,10 @@ fn find_bin() -> Option<Bin> {
     Some(Bin(initdb.parent()?.to_path_buf()))
 }
 
-fn running_as_root() -> bool {
-    fs::metadata("/proc/self")
-        .map(|m| m.uid() == 0)
-        .unwrap_or(false)
-}
-
 /// A command that runs as the `postgres` OS user when we are root (initdb and the server
 /// refuse to run as root), else as ourselves.
 fn as_server_user(program: &Path) -> Command {
-    if running_as_root() {
+    if crate::debian::running_as_root() {
         let mut cmd = Command::new("runuser");
         cmd.args(["-u", POSTGRES_USER, "--"]).arg(program);
         cmd
@@ -214,7 +207,7 @@ fn init_cluster(layout: &Layout, bin: &Bin) -> Result<()> {
     }
     let socket_dir = layout.postgres_socket_dir();
     fs::create_dir_all(&socket_dir)?;
-    if running_as_root() {
+    if crate::debian::running_as_root() {
         let mut chown = Command::new("chown");
         chown.arg("-R").arg(format!("{POSTGRES_USER}:")).arg(&dir);
         procs::run_captured(&mut chown, "chown of the Postgres state dir")?;
@@ -252,36 +245,8 @@ fn init_cluster(layout: &Layout, bin: &Bin) -> Result<()> {
 
 /// Installs PostgreSQL from Debian's packages.
 fn install() -> Result<()> {
-    println!("postgres: not installed; installing Debian's `postgresql` package ...");
-    let sudo = if running_as_root() {
-        None
-    } else {
-        Some(procs::which("sudo").context(
-            "PostgreSQL is not installed and xtask is not root (and has no sudo); run \
-             `apt-get update && apt-get install -y postgresql` as root, then rerun",
-        )?)
-    };
-    let apt = |args: &[&str]| -> Result<()> {
-        let mut cmd = match &sudo {
-            Some(sudo) => {
-                let mut c = Command::new(sudo);
-                c.arg("apt-get");
-                c
-            }
-            None => Command::new("apt-get"),
-        };
-        cmd.args(args).env("DEBIAN_FRONTEND", "noninteractive");
-        let status = cmd.status().context("could not run apt-get")?;
-        if !status.success() {
-            bail!(
-                "`apt-get {}` failed ({status}); are Debian's package mirrors reachable?",
-                args.join(" ")
-            );
-        }
-        Ok(())
-    };
-    apt(&["update"])?;
-    apt(&["install", "-y", "--no-install-recommends", "postgresql"])
+    println!("postgres: not installed");
+    crate::debian::install(&["postgresql"])
 }
 
 fn wait_ready() -> Result<()> {

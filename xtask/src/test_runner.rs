@@ -59,6 +59,8 @@ pub fn test(layout: &Layout, args: &[String]) -> Result<()> {
     crate::layering::check(&layout.repo)?;
     crate::clock_rule::check(&layout.repo)?;
     stack::up(layout)?;
+    // The console's browser tests drive Debian's Chromium.
+    crate::debian::ensure_chromium()?;
     let binaries = build(layout, &args)?;
     println!(
         "test: built {} test binaries in {:.0}s",

@@ -32,8 +32,10 @@ pub struct Api {
     pub token: String,
     /// An admin token to log in to the console with (it acts: pauses, recoveries).
     pub console_token: String,
-    /// The console page the first request of the run loads, as the API answered it
-    /// (0: no answer).
+    /// The console's Today page at the run's business day (the run's clock races on
+    /// after it, so "today" in the console is soon another day).
+    pub console_url: String,
+    /// How the console's Today fragment answered (0: no answer).
     pub console_status: u16,
     pub examples: Vec<Example>,
     pub error: Option<String>,
@@ -67,8 +69,8 @@ pub fn text(api: &Api, keep_running: bool) -> String {
     }
     let _ = writeln!(
         o,
-        "  console: {}/console (answered {}) · log in with the admin token {}",
-        api.url, api.console_status, api.console_token
+        "  console: {} (answered {}) · log in with the admin token {}",
+        api.console_url, api.console_status, api.console_token
     );
     let _ = writeln!(o, "  viewer token: {}", api.token);
     for e in &api.examples {
@@ -153,9 +155,18 @@ async fn fill(api: &mut Api, pool: &PgPool) -> Result<()> {
         .timeout(Duration::from_secs(10))
         .build()
         .context("building the HTTP client")?;
-    // The console's Today, as the browser loads it once logged in.
+    // The console's Today at the run's day, as the browser loads it once logged in.
+    let day: Option<chrono::NaiveDate> = sqlx::query_scalar(
+        "SELECT (min(bucket_start) AT TIME ZONE 'UTC')::date FROM delivery_buckets WHERE tenant_id = $1",
+    )
+    .bind(&api.tenant)
+    .fetch_one(pool)
+    .await
+    .context("finding the run's day")?;
+    let day = day.map(|d| format!("?day={d}")).unwrap_or_default();
+    api.console_url = format!("{}/console/today{day}", api.url);
     api.console_status = http
-        .get(format!("{}/console/f/today", api.url))
+        .get(format!("{}/console/f/today{day}", api.url))
         .bearer_auth(&api.console_token)
         .send()
         .await

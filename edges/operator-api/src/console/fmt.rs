@@ -1,7 +1,7 @@
 //! How the console writes times and ids: every time names its zone (the operator's, from
 //! the browser, and the lead's beside it where there is one), every id can be copied whole.
 
-use chrono::{DateTime, Duration, NaiveDateTime, TimeZone, Utc};
+use chrono::{DateTime, Duration, NaiveDate, NaiveDateTime, TimeZone, Utc};
 use chrono_tz::Tz;
 use maud::{html, Markup};
 use uuid::Uuid;
@@ -59,15 +59,18 @@ pub fn parse_local(text: &str, zone: Tz) -> Option<DateTime<Utc>> {
         .map(|t| t.with_timezone(&Utc))
 }
 
-/// Local midnight of `now`'s day in `zone`, as UTC (the start of the operator's "today").
-pub fn start_of_day(now: DateTime<Utc>, zone: Tz) -> DateTime<Utc> {
-    let local = now.with_timezone(&zone).date_naive();
+/// The first instant of local `day` in `zone`, as UTC: midnight, or the first hour that
+/// exists where a zone skips midnight.
+pub fn start_of_local_day(day: NaiveDate, zone: Tz) -> DateTime<Utc> {
     (0..4)
         .find_map(|h| {
-            zone.from_local_datetime(&local.and_hms_opt(h, 0, 0)?)
+            zone.from_local_datetime(&day.and_hms_opt(h, 0, 0)?)
                 .earliest()
         })
-        .map_or(now - Duration::hours(24), |t| t.with_timezone(&Utc))
+        .map_or_else(
+            || Utc.from_utc_datetime(&day.and_hms_opt(0, 0, 0).unwrap_or_default()),
+            |t| t.with_timezone(&Utc),
+        )
 }
 
 #[cfg(test)]
@@ -121,15 +124,21 @@ mod tests {
     }
 
     #[test]
-    fn today_starts_at_local_midnight() {
+    fn a_day_starts_at_local_midnight() {
+        let day = |s: &str| s.parse::<NaiveDate>().unwrap();
         let chicago = chrono_tz::America::Chicago;
         assert_eq!(
-            start_of_day(utc("2026-12-04T03:00:00Z"), chicago),
+            start_of_local_day(day("2026-12-03"), chicago),
             utc("2026-12-03T06:00:00Z")
         );
         assert_eq!(
-            start_of_day(utc("2026-12-04T20:00:00Z"), Tz::UTC),
+            start_of_local_day(day("2026-12-04"), Tz::UTC),
             utc("2026-12-04T00:00:00Z")
+        );
+        // Havana springs forward at midnight: the day starts at 01:00.
+        assert_eq!(
+            start_of_local_day(day("2026-03-08"), chrono_tz::America::Havana),
+            utc("2026-03-08T05:00:00Z")
         );
     }
 }

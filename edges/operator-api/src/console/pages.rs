@@ -84,11 +84,30 @@ fn now() -> DateTime<Utc> {
 
 // ---- Today ----
 
-pub async fn today(State(state): State<AppState>, Operator(p): Operator, zone: Zone) -> Fragment {
-    let day_start = fmt::start_of_day(now(), zone.0);
+#[derive(Debug, Default, Deserialize)]
+pub struct TodayForm {
+    /// Another day than today (`2026-12-03`), in the operator's zone.
+    day: Option<chrono::NaiveDate>,
+}
+
+pub async fn today(
+    State(state): State<AppState>,
+    Operator(p): Operator,
+    zone: Zone,
+    Query(f): Query<TodayForm>,
+) -> Fragment {
+    let today = now().with_timezone(&zone.0).date_naive();
+    let day = f.day.unwrap_or(today);
+    let day_start = fmt::start_of_local_day(day, zone.0);
+    // The next local midnight: a day of a clock change is 23 or 25 hours long.
+    let day_end = day
+        .succ_opt()
+        .map_or(day_start + Duration::hours(24), |next| {
+            fmt::start_of_local_day(next, zone.0)
+        });
     let range = RangeQuery {
         from: day_start,
-        to: day_start + Duration::hours(24),
+        to: day_end,
     };
     let Json(buckets) = reads::delivery(State(state.clone()), p.clone(), Query(range)).await?;
     let Json(summary) = reads::summary(State(state.clone()), p.clone()).await?;
@@ -107,7 +126,16 @@ pub async fn today(State(state): State<AppState>, Operator(p): Operator, zone: Z
     let held: i64 = summary.held_calls.iter().map(|c| c.count).sum();
     fragment(html! {
         section aria-labelledby="delivery-h" {
-            h2 id="delivery-h" { "Delivery today" }
+            h2 id="delivery-h" {
+                "Delivery " @if day == today { "today" } @else { "on " (day.format("%a %b %-d")) }
+            }
+            p class="pager" {
+                a href={ "/console/today?day=" (day.pred_opt().unwrap_or(day)) } { "← previous day" }
+                @if day != today {
+                    " · " a href="/console/today" { "today" }
+                    " · " a href={ "/console/today?day=" (day.succ_opt().unwrap_or(day)) } { "next day →" }
+                }
+            }
             div class="cards" {
                 div class="card" id="delivery-card" {
                     div { "Delivered by the platform" }
