@@ -71,6 +71,7 @@ async fn seed(env: &Env, events: &[AnyEvent], tenant: &str, jobs: i64) -> Result
             AnyEvent::ScheduleRequest(_) => (t::SCHEDULE_REQUESTS, tenant.to_string()),
             AnyEvent::ExceptionEvent(x) => (t::EXCEPTIONS, x.contact_id.clone()),
             AnyEvent::AuditEvent(_) => (t::AUDIT, tenant.to_string()),
+            AnyEvent::CallLaunch(l) => (t::CALL_LAUNCHES, l.contact_id.clone()),
             _ => anyhow::bail!("not seeded here"),
         };
         callstream_e2e::produce(&producer, &env.views.topics.name(topic), &key, &e.encode()?)
@@ -703,6 +704,155 @@ async fn every_input_the_views_cannot_store_is_refused_naming_the_field_and_noth
     Ok(())
 }
 
+/// What needs a person (`/v1/summary`), held and upcoming jobs, and exceptions by type: each
+/// counted and filtered within the token's tenant only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_summary_held_jobs_and_exception_types() -> Result<()> {
+    use callstream_schemas::{Actor, ExceptionStatus, ExceptionType, LaunchStatus};
+    let env = setup().await?;
+    let now = Utc::now();
+    let (held_job, planned_job, done_job) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
+    let mut held = fixtures::call_launch(
+        "ts",
+        "c-held",
+        "camp",
+        Uuid::new_v4(),
+        held_job,
+        LaunchStatus::Held,
+        now,
+    );
+    held.reason = Some("campaign_paused".into());
+    let failed = fixtures::call_launch(
+        "ts",
+        "c-done",
+        "camp",
+        Uuid::new_v4(),
+        done_job,
+        LaunchStatus::Failed,
+        now,
+    );
+    let exception = |contact: &str, kind, status| -> AnyEvent {
+        fixtures::exception(
+            "ts",
+            contact,
+            Uuid::new_v4(),
+            status,
+            kind,
+            Actor::system("scheduler"),
+            now,
+        )
+        .into()
+    };
+    let events = vec![
+        plan("ts", "c-held", held_job),
+        plan("ts", "c-planned", planned_job),
+        plan("ts", "c-done", done_job),
+        held.into(),
+        failed.into(),
+        exception("c-1", ExceptionType::NoSlot, ExceptionStatus::Open),
+        exception("c-2", ExceptionType::NoSlot, ExceptionStatus::Open),
+        exception("c-3", ExceptionType::LaunchFailed, ExceptionStatus::Open),
+        exception(
+            "c-4",
+            ExceptionType::LaunchFailed,
+            ExceptionStatus::Resolved,
+        ),
+        // Another tenant's, counted nowhere here.
+        fixtures::exception(
+            "tz",
+            "c-z",
+            Uuid::new_v4(),
+            ExceptionStatus::Open,
+            ExceptionType::NoSlot,
+            Actor::system("scheduler"),
+            now,
+        )
+        .into(),
+        plan("tz", "c-z", Uuid::new_v4()),
+    ];
+    seed(&env, &events, "ts", 3).await?;
+    let viewer = create_token(&env.views.db.pool, "ts", Role::Viewer, "viewer@s")
+        .await?
+        .token;
+    // The views settle: the held launch and the four exceptions.
+    let mut summary = Value::Null;
+    for _ in 0..200 {
+        summary = call(&env, "GET", "/v1/summary", Some(&viewer), None, &[])
+            .await?
+            .1;
+        let exceptions: i64 = summary["open_exceptions"].as_array().map_or(0, |a| {
+            a.iter().map(|c| c["count"].as_i64().unwrap_or(0)).sum()
+        });
+        if exceptions == 3
+            && summary["held_calls"]
+                .as_array()
+                .is_some_and(|h| !h.is_empty())
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        summary,
+        json!({
+            "open_exceptions": [{"key": "no_slot", "count": 2}, {"key": "launch_failed", "count": 1}],
+            "missing_completions": 0,
+            "held_calls": [{"key": "campaign_paused", "count": 1}],
+        })
+    );
+    let contacts = |page: &Value| -> Vec<String> {
+        page["items"].as_array().map_or(Vec::new(), |items| {
+            items
+                .iter()
+                .map(|i| i["contact_id"].as_str().unwrap_or_default().to_string())
+                .collect()
+        })
+    };
+    let (status, held_page) =
+        call(&env, "GET", "/v1/jobs?state=held", Some(&viewer), None, &[]).await?;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(contacts(&held_page), ["c-held"]);
+    assert_eq!(held_page["items"][0]["reason"], "campaign_paused");
+    // Upcoming: the held and the planned call, not the one that failed.
+    let (_, active) = call(
+        &env,
+        "GET",
+        "/v1/jobs?active=true",
+        Some(&viewer),
+        None,
+        &[],
+    )
+    .await?;
+    let mut upcoming = contacts(&active);
+    upcoming.sort();
+    assert_eq!(upcoming, ["c-held", "c-planned"]);
+    let (_, launch_failed) = call(
+        &env,
+        "GET",
+        "/v1/exceptions?exception_type=launch_failed&status=all",
+        Some(&viewer),
+        None,
+        &[],
+    )
+    .await?;
+    let mut failed_contacts = contacts(&launch_failed);
+    failed_contacts.sort();
+    assert_eq!(failed_contacts, ["c-3", "c-4"]);
+    let (status, _) = call(
+        &env,
+        "GET",
+        "/v1/exceptions?exception_type=a%2Fb",
+        Some(&viewer),
+        None,
+        &[],
+    )
+    .await?;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    let (status, _) = call(&env, "GET", "/v1/summary", None, None, &[]).await?;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_openapi_document_is_3_1_and_covers_every_route() -> Result<()> {
     let env = setup().await?;
@@ -737,6 +887,7 @@ async fn the_openapi_document_is_3_1_and_covers_every_route() -> Result<()> {
         ("post", "/v1/control/shadow-mode"),
         ("post", "/v1/control/crm-writes"),
         ("get", "/v1/audit"),
+        ("get", "/v1/summary"),
         ("get", "/v1/commands/{command_id}"),
         ("get", "/healthz"),
         ("get", "/readyz"),
