@@ -66,10 +66,20 @@ pub const COMPLETION_RESOLVED: &str = "completion-resolved";
 pub const ALERTS: &str = "alerts";
 pub const AUDIT: &str = "audit";
 pub const CONTROL: &str = "control";
+/// Every control change, kept forever: `control` is compacted, so only its latest value
+/// per setting survives; the audit trail of who changed what, when and why is read here.
+/// Written in the same transaction as `control` by every writer of it.
+pub const CONTROL_HISTORY: &str = "control-history";
 pub const DEAD_LETTERS: &str = "dead-letters";
 /// Per-partition counts of closed delivery buckets, re-keyed by tenant (the
 /// completion detector's internal repartition topic).
 pub const DELIVERY_PARTIALS: &str = "delivery-partials";
+
+/// The physical name of the history topic of the physical control topic `control` (the
+/// same prefix): `acme-control` → `acme-control-history`.
+pub fn history_of(control: &str) -> String {
+    format!("{control}{}", &CONTROL_HISTORY[CONTROL.len()..])
+}
 
 /// Every logical topic with its kind.
 pub const ALL: &[(&str, TopicKind)] = &[
@@ -88,6 +98,7 @@ pub const ALL: &[(&str, TopicKind)] = &[
     (ALERTS, TopicKind::Events),
     (AUDIT, TopicKind::Events),
     (CONTROL, TopicKind::Table),
+    (CONTROL_HISTORY, TopicKind::Events),
     (DEAD_LETTERS, TopicKind::DeadLetters),
     (DELIVERY_PARTIALS, TopicKind::Events),
 ];
@@ -190,6 +201,8 @@ mod tests {
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), ALL.len());
+        assert_eq!(history_of("p-control"), "p-control-history");
+        assert_eq!(history_of(CONTROL), CONTROL_HISTORY);
     }
 
     #[test]

@@ -94,7 +94,10 @@ impl View {
                 COMPLETION_MISSING,
                 COMPLETION_RESOLVED,
             ],
-            View::Audit => &[AUDIT, CONTROL, CONTACT_COMMANDS],
+            // Control changes from both: `control-history` keeps every one (a rebuild after
+            // compaction still has them), `control` has those its writers made before the
+            // history topic existed; an event on both is one row.
+            View::Audit => &[AUDIT, CONTROL, CONTROL_HISTORY, CONTACT_COMMANDS],
             View::Timeline => &[
                 CALL_EVENTS,
                 CONTACT_COMMANDS,
@@ -110,7 +113,7 @@ impl View {
                 AUDIT,
             ],
             View::Control => &[CONTROL],
-            View::Commands => &[CONTACT_COMMANDS, CONTROL, AUDIT],
+            View::Commands => &[CONTACT_COMMANDS, CONTROL, CONTROL_HISTORY, AUDIT],
         }
     }
 

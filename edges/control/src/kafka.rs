@@ -115,7 +115,9 @@ fn read_table_blocking(
     Ok(snapshot)
 }
 
-/// Publishes `changes` to `topic` in one transaction, keyed by setting.
+/// Publishes `changes` to `topic` in one transaction, keyed by setting, and each also to
+/// the topic's history (`control-history`, never compacted), in the same transaction: the
+/// audit trail keeps every change, or none of the apply shows anywhere.
 pub async fn publish(
     settings: &KafkaSettings,
     topic: &str,
@@ -133,7 +135,10 @@ pub async fn publish(
         })
         .collect::<Result<Vec<_>, KafkaIoError>>()?;
     let settings = settings.clone();
-    let topic = topic.to_owned();
+    let topics = [
+        topic.to_owned(),
+        callstream_platform::topics::history_of(topic),
+    ];
     let transactional_id = transactional_id.to_owned();
     tokio::task::spawn_blocking(move || {
         let producer: ThreadedProducer<DefaultProducerContext> = settings
@@ -141,22 +146,24 @@ pub async fn publish(
             .create()?;
         producer.init_transactions(TIMEOUT)?;
         producer.begin_transaction()?;
-        let sent = records.iter().try_for_each(|(key, value, headers)| {
-            let headers = headers
-                .iter()
-                .fold(OwnedHeaders::new(), |h, (name, value)| {
-                    h.insert(Header {
-                        key: name,
-                        value: Some(value.as_bytes()),
-                    })
-                });
-            // Business time, as every producer of callstream stamps its records.
-            let record = BaseRecord::to(&topic)
-                .timestamp(callstream_platform::clock::now_ms())
-                .key(key.as_bytes())
-                .payload(value.as_slice())
-                .headers(headers);
-            producer.send(record).map_err(|(error, _)| error)
+        let sent = topics.iter().try_for_each(|topic| {
+            records.iter().try_for_each(|(key, value, headers)| {
+                let headers = headers
+                    .iter()
+                    .fold(OwnedHeaders::new(), |h, (name, value)| {
+                        h.insert(Header {
+                            key: name,
+                            value: Some(value.as_bytes()),
+                        })
+                    });
+                // Business time, as every producer of callstream stamps its records.
+                let record = BaseRecord::to(topic)
+                    .timestamp(callstream_platform::clock::now_ms())
+                    .key(key.as_bytes())
+                    .payload(value.as_slice())
+                    .headers(headers);
+                producer.send(record).map_err(|(error, _)| error)
+            })
         });
         match sent.and_then(|()| producer.commit_transaction(TIMEOUT)) {
             Ok(()) => Ok(()),

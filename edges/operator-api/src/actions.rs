@@ -93,8 +93,16 @@ pub(crate) async fn send(
     let command_id = event.envelope().event_id;
     // Taken before sending: refused for the cap, the command was not sent.
     let _slot = state.limits().wait_slot(wait)?;
-    let topic = state.config().topics.name(topic);
-    state.publisher().send(&topic, key, &event).await?;
+    let physical = state.config().topics.name(topic);
+    if topic == topics::CONTROL {
+        // With its history, in one transaction.
+        state
+            .publisher()
+            .send_control(&physical, key, &event)
+            .await?;
+    } else {
+        state.publisher().send(&physical, key, &event).await?;
+    }
     state.remember(principal, command_id, kind.clone(), contact_id);
     tracing::info!(%command_id, kind, tenant = %principal.tenant_id, token = %principal.token_id, "command sent");
     let status = match wait {

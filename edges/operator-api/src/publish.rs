@@ -1,25 +1,36 @@
 //! Commands onto Kafka: one idempotent producer (`acks=all`, `murmur2_random`), and a
-//! send that resolves only on the broker's acknowledgement or a bounded deadline.
+//! send that resolves only on the broker's acknowledgement or a bounded deadline. Control
+//! changes go through a transactional producer instead, onto `control` and its history in
+//! one transaction (see [`Publisher::send_control`]).
 //!
 //! Guarantees: an action answers 202 only for a command the broker has; on any failure it
 //! answers 503 and nothing is promised (a command the broker took after the deadline is
 //! still a valid command, with its own id, and shows in the commands view).
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use callstream_platform::KafkaSettings;
 use callstream_schemas::AnyEvent;
 use rdkafka::error::KafkaError;
 use rdkafka::message::{Header, OwnedHeaders};
-use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
+use rdkafka::producer::{
+    BaseRecord, DefaultProducerContext, FutureProducer, FutureRecord, Producer, ThreadedProducer,
+};
 use uuid::Uuid;
 
 use crate::error::ApiError;
 
-/// The shared producer.
+type TransactionalProducer = ThreadedProducer<DefaultProducerContext>;
+
+/// The shared producers.
 pub struct Publisher {
     producer: FutureProducer,
     timeout: Duration,
+    settings: KafkaSettings,
+    /// Made at the first control change (an admin action, rare), and made again after a
+    /// failed transaction, whose producer may be unusable.
+    control: Arc<Mutex<Option<TransactionalProducer>>>,
 }
 
 impl Publisher {
@@ -32,27 +43,86 @@ impl Publisher {
             .producer_config()
             .set("message.timeout.ms", &ms)
             .create()?;
-        Ok(Self { producer, timeout })
+        Ok(Self {
+            producer,
+            timeout,
+            settings: settings.clone(),
+            control: Arc::new(Mutex::new(None)),
+        })
+    }
+
+    /// Sends a control change to `control_topic` and to its history (`control-history`,
+    /// never compacted) in one transaction: the change takes effect and stays on the audit
+    /// trail, or neither. One transaction at a time (the producer is behind a lock).
+    pub async fn send_control(
+        &self,
+        control_topic: &str,
+        key: &str,
+        event: &AnyEvent,
+    ) -> Result<(), ApiError> {
+        let payload = encode(event)?;
+        let headers = headers_of(event);
+        let topics = [
+            control_topic.to_owned(),
+            callstream_platform::topics::history_of(control_topic),
+        ];
+        let (key, settings, slot, timeout) = (
+            key.to_owned(),
+            self.settings.clone(),
+            self.control.clone(),
+            self.timeout,
+        );
+        let event_id = event.envelope().event_id;
+        let sent = tokio::task::spawn_blocking(move || -> Result<(), KafkaError> {
+            let mut slot = slot.lock().unwrap_or_else(|p| p.into_inner());
+            if slot.is_none() {
+                let id = format!("callstream-operator-api-control-{}", uuid::Uuid::new_v4());
+                let producer: TransactionalProducer =
+                    settings.transactional_producer_config(&id).create()?;
+                producer.init_transactions(timeout)?;
+                *slot = Some(producer);
+            }
+            let Some(producer) = slot.as_ref() else {
+                return Err(KafkaError::Canceled);
+            };
+            let result = producer.begin_transaction().and_then(|()| {
+                for topic in &topics {
+                    let record = BaseRecord::to(topic)
+                        .timestamp(callstream_platform::clock::now_ms())
+                        .key(key.as_str())
+                        .payload(payload.as_slice())
+                        .headers(headers.clone());
+                    producer.send(record).map_err(|(error, _)| error)?;
+                }
+                producer.commit_transaction(timeout)
+            });
+            if result.is_err() {
+                let _ = producer.abort_transaction(timeout);
+                // A fresh producer for the next change.
+                *slot = None;
+            }
+            result
+        })
+        .await;
+        match sent {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(error)) => {
+                tracing::warn!(%error, %event_id, "control change not committed");
+                Err(ApiError::Unavailable(
+                    "kafka did not take the control change",
+                ))
+            }
+            Err(error) => {
+                tracing::error!(%error, "control change task failed");
+                Err(ApiError::Internal)
+            }
+        }
     }
 
     /// Sends `event` keyed by `key` and waits for the broker's acknowledgement.
     pub async fn send(&self, topic: &str, key: &str, event: &AnyEvent) -> Result<(), ApiError> {
-        let payload = event.encode().map_err(|error| {
-            tracing::error!(%error, "command does not fit its schema");
-            ApiError::Internal
-        })?;
-        let mut headers = OwnedHeaders::new();
-        for (name, value) in event.kafka_headers() {
-            headers = headers.insert(Header {
-                key: name,
-                value: Some(value.as_bytes()),
-            });
-        }
-        let traceparent = traceparent();
-        headers = headers.insert(Header {
-            key: callstream_schemas::headers::TRACEPARENT,
-            value: Some(traceparent.as_bytes()),
-        });
+        let payload = encode(event)?;
+        let headers = headers_of(event);
         // Business time, as every producer of callstream stamps its records.
         let record = FutureRecord::to(topic)
             .timestamp(callstream_platform::clock::now_ms())
@@ -89,6 +159,29 @@ impl Publisher {
             tracing::warn!(%error, "producer flush incomplete");
         }
     }
+}
+
+fn encode(event: &AnyEvent) -> Result<Vec<u8>, ApiError> {
+    event.encode().map_err(|error| {
+        tracing::error!(%error, "command does not fit its schema");
+        ApiError::Internal
+    })
+}
+
+/// The event's own headers and a fresh trace context.
+fn headers_of(event: &AnyEvent) -> OwnedHeaders {
+    let mut headers = OwnedHeaders::new();
+    for (name, value) in event.kafka_headers() {
+        headers = headers.insert(Header {
+            key: name,
+            value: Some(value.as_bytes()),
+        });
+    }
+    let traceparent = traceparent();
+    headers.insert(Header {
+        key: callstream_schemas::headers::TRACEPARENT,
+        value: Some(traceparent.as_bytes()),
+    })
 }
 
 /// A fresh W3C trace context: each action starts a trace.

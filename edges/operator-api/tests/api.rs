@@ -438,6 +438,21 @@ async fn actions_put_commands_on_kafka_and_show_in_the_commands_view() -> Result
     .await?;
     assert_eq!(status, StatusCode::ACCEPTED, "{body}");
     assert_eq!(body["status"], "applied", "{body}");
+    // On the history topic too (committed with the change on `control`), so the audit
+    // trail outlives compaction.
+    for logical in [t::CONTROL, t::CONTROL_HISTORY] {
+        let topic = env.views.topics.name(logical);
+        let reader = callstream_e2e::runtime::reader(&topic, env.views.topics.partitions)?;
+        let message = tokio::time::timeout(Duration::from_secs(20), reader.recv())
+            .await
+            .with_context(|| format!("nothing on {topic}"))??;
+        let event = decode_any(message.payload().unwrap_or_default())?;
+        let AnyEvent::ControlChange(change) = event else {
+            anyhow::bail!("not a control change on {topic}");
+        };
+        assert_eq!(change.reason.as_deref(), Some("incident"), "{topic}");
+        assert_eq!(change.actor.id, "admin@a", "{topic}");
+    }
     let (_, settings) = call(&env, "GET", "/v1/control", Some(&operator), None, &[]).await?;
     assert_eq!(settings[0]["setting"], "system_pause");
     assert_eq!(settings[0]["enabled"], true);
