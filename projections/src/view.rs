@@ -64,7 +64,7 @@ impl View {
     pub fn tables(self) -> &'static [&'static str] {
         match self {
             View::Jobs => &["jobs", "job_launches"],
-            View::Exceptions => &["exceptions"],
+            View::Exceptions => &["exceptions", "exception_assignments"],
             View::Slots => &["slots"],
             View::Launches => &["launches", "delivery_buckets"],
             View::Audit => &["audit"],
@@ -86,7 +86,8 @@ impl View {
                 CALL_EVENTS,
                 CONTACT_STATE,
             ],
-            View::Exceptions => &[EXCEPTIONS],
+            // Assignments are operators' audit events (`exception.assign`).
+            View::Exceptions => &[EXCEPTIONS, AUDIT],
             View::Slots => &[SCHEDULE_EVENTS],
             View::Launches => &[
                 CALL_LAUNCHES,

@@ -237,7 +237,7 @@ impl Modify for TooManyRequests {
         reads::missing_launches, reads::delivery, reads::timeline, reads::control, reads::audit,
         reads::summary, actions::get_command, retry::retry_now, retry::retry_later,
         actions::cancel_future_jobs, actions::force_finish,
-        cases::recover, cases::advance, cases::ignore_exception, crm_retry::retry_crm_command,
+        cases::recover, cases::advance, cases::ignore_exception, cases::assign_exception, crm_retry::retry_crm_command,
         control::system_pause, control::campaign_pause, control::shadow_mode, control::crm_writes,
         healthz, readyz,
     ),
@@ -246,7 +246,7 @@ impl Modify for TooManyRequests {
         model::SlotOccupancy, model::MissingLaunch, model::DeliveryBucket, model::TimelineEntry,
         model::ControlSetting, model::Summary, model::Count, model::CommandStatus, model::Accepted, model::AuditEntry,
         retry::RetryNowBody, retry::RetryLaterBody, actions::ReasonBody, actions::CancelBody,
-        cases::AdvanceBody, cases::AdvanceAs, control::SwitchBody,
+        cases::AdvanceBody, cases::AdvanceAs, cases::AssignBody, control::SwitchBody,
     )),
     modifiers(&BearerAuth, &TooManyRequests, &ProblemJson),
 )]
@@ -298,6 +298,10 @@ pub fn app(state: AppState) -> Router {
         .route(
             "/v1/exceptions/{exception_id}/ignore",
             post(cases::ignore_exception),
+        )
+        .route(
+            "/v1/exceptions/{exception_id}/assign",
+            post(cases::assign_exception),
         )
         .route(
             "/v1/exceptions/{exception_id}/retry",

@@ -11,7 +11,7 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use crate::actions::{contact_command, reason_of, send_contact_command, Answer, ReasonBody};
+use crate::actions::{contact_command, reason_of, send, send_contact_command, Answer, ReasonBody};
 use crate::app::AppState;
 use crate::auth::{Principal, Role};
 use crate::error::{ApiError, ErrorBody};
@@ -164,4 +164,88 @@ pub async fn ignore_exception(
     command.launch_id = launch_id;
     command.reason = reason;
     send_contact_command(&state, &principal, command, wait).await
+}
+
+/// Body of an assignment.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AssignBody {
+    /// Who takes the exception (an operator's name or id); absent or null unassigns it.
+    #[schema(
+        max_length = 256,
+        pattern = "^[A-Za-z0-9_:@+=~-]+(\\.[A-Za-z0-9_:@+=~-]+)*$"
+    )]
+    pub assignee: Option<String>,
+    /// Why (kept on the audit trail).
+    #[schema(
+        max_length = 500,
+        pattern = "^[^\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F]*$"
+    )]
+    pub reason: Option<String>,
+}
+
+/// Assign an exception to someone, or unassign it. An annotation for people, judged by no
+/// processor: it is an audit event (`exception.assign`, applied) on the audit topic, and
+/// the exceptions view shows the latest assignment. Closed exceptions are refused (409).
+#[utoipa::path(post, path = "/v1/exceptions/{exception_id}/assign", tag = "actions",
+    params(("exception_id" = Uuid, Path), WaitParam, crate::app::TenantHeader), request_body(content = AssignBody),
+    security(("bearer" = [])),
+    responses((status = 202, body = Accepted), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody),
+        (status = 422, body = ErrorBody), (status = 503, body = ErrorBody)))]
+pub async fn assign_exception(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path(exception_id): Path<Uuid>,
+    Query(wait): Query<WaitParam>,
+    Body(body): Body<AssignBody>,
+) -> Answer {
+    principal.require(Role::Operator)?;
+    let wait = wait.duration(state.config().max_wait)?;
+    let reason = reason_of(body.reason)?;
+    let assignee = body.assignee.filter(|a| !a.trim().is_empty());
+    if let Some(a) = &assignee {
+        crate::extract::body_id("assignee", a)?;
+    }
+    let row: Option<(String, String)> = sqlx::query_as(
+        "SELECT contact_id, status FROM exceptions WHERE tenant_id = $1 AND exception_id = $2",
+    )
+    .bind(&principal.tenant_id)
+    .bind(exception_id)
+    .fetch_optional(state.pool())
+    .await?;
+    let (contact_id, status) = row.ok_or(ApiError::NotFound { what: "exception" })?;
+    if status != "open" {
+        return Err(ApiError::Conflict(format!(
+            "the exception is {status}; only an open one can be assigned"
+        )));
+    }
+    let id = Uuid::new_v4();
+    let event = callstream_schemas::AuditEvent {
+        event_id: id,
+        tenant_id: principal.tenant_id.clone(),
+        occurred_at: callstream_platform::clock::now_utc(),
+        causation_id: None,
+        correlation_id: Some(id),
+        actor: callstream_schemas::Actor::operator(principal.subject.clone()),
+        action: callstream_schemas::AUDIT_EXCEPTION_ASSIGN.into(),
+        subject_type: "exception".into(),
+        subject_id: exception_id.to_string(),
+        contact_id: Some(contact_id.clone()),
+        command_id: Some(id),
+        result: callstream_schemas::AuditResult::Applied,
+        reason,
+        detail: assignee,
+    };
+    send(
+        &state,
+        &principal,
+        callstream_platform::topics::AUDIT,
+        &principal.tenant_id.clone(),
+        event.into(),
+        callstream_schemas::AUDIT_EXCEPTION_ASSIGN.into(),
+        Some(contact_id),
+        wait,
+    )
+    .await
 }

@@ -89,9 +89,14 @@ pub struct Exception {
     pub updated_at: DateTime<Utc>,
 }
 
+/// The assignee is an operator's latest assignment when there is one, else the one the
+/// exception was opened with (a CRM owner, say).
 pub const EXCEPTION_COLUMNS: &str = "exception_id, exception_type, status, urgent, contact_id, \
-    campaign_id, job_id, launch_id, call_id, reason, detail, assignee, opened_at, opened_by, \
-    resolved_at, resolved_by, first_seen_at, updated_at";
+    campaign_id, job_id, launch_id, call_id, reason, detail, \
+    COALESCE((SELECT a.assignee FROM exception_assignments a \
+        WHERE a.tenant_id = exceptions.tenant_id AND a.exception_id = exceptions.exception_id), \
+        assignee) AS assignee, \
+    opened_at, opened_by, resolved_at, resolved_by, first_seen_at, updated_at";
 
 /// One entry of the audit log: an operator's or a service's action, with its result.
 #[derive(Debug, Clone, Serialize, Deserialize, sqlx::FromRow, ToSchema)]

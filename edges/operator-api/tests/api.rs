@@ -865,6 +865,79 @@ async fn the_summary_held_jobs_and_exception_types() -> Result<()> {
     assert_eq!(status, StatusCode::BAD_REQUEST);
     let (status, _) = call(&env, "GET", "/v1/summary", None, None, &[]).await?;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
+
+    // Assign an open exception: applied at once, and the list shows the assignee; a viewer
+    // may not; a closed one is refused.
+    let operator = create_token(&env.views.db.pool, "ts", Role::Operator, "op@s")
+        .await?
+        .token;
+    let open_id = launch_failed["items"]
+        .as_array()
+        .and_then(|items| items.iter().find(|e| e["status"] == "open"))
+        .map(|e| e["exception_id"].as_str().unwrap_or_default().to_string())
+        .context("an open launch_failed exception")?;
+    let closed_id = launch_failed["items"]
+        .as_array()
+        .and_then(|items| items.iter().find(|e| e["status"] == "resolved"))
+        .map(|e| e["exception_id"].as_str().unwrap_or_default().to_string())
+        .context("a resolved launch_failed exception")?;
+    let assign = |id: &str| format!("/v1/exceptions/{id}/assign?wait=10s");
+    let body = json!({"assignee": "dana@admissions", "reason": "she knows this lead"});
+    let (status, answer) = call(
+        &env,
+        "POST",
+        &assign(&open_id),
+        Some(&operator),
+        Some(body.clone()),
+        &[],
+    )
+    .await?;
+    assert_eq!(status, StatusCode::ACCEPTED, "{answer}");
+    assert_eq!(answer["status"], "applied", "{answer}");
+    let (status, _) = call(
+        &env,
+        "POST",
+        &assign(&open_id),
+        Some(&viewer),
+        Some(body.clone()),
+        &[],
+    )
+    .await?;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (status, _) = call(
+        &env,
+        "POST",
+        &assign(&closed_id),
+        Some(&operator),
+        Some(body),
+        &[],
+    )
+    .await?;
+    assert_eq!(status, StatusCode::CONFLICT);
+    let (_, open_now) = call(
+        &env,
+        "GET",
+        "/v1/exceptions?exception_type=launch_failed",
+        Some(&viewer),
+        None,
+        &[],
+    )
+    .await?;
+    assert_eq!(
+        open_now["items"][0]["assignee"], "dana@admissions",
+        "{open_now}"
+    );
+    let (_, log) = call(
+        &env,
+        "GET",
+        "/v1/audit?action=exception.assign",
+        Some(&operator),
+        None,
+        &[],
+    )
+    .await?;
+    assert_eq!(log["items"][0]["actor_id"], "op@s", "{log}");
+    assert_eq!(log["items"][0]["reason"], "she knows this lead", "{log}");
     Ok(())
 }
 
@@ -885,6 +958,7 @@ async fn the_openapi_document_is_3_1_and_covers_every_route() -> Result<()> {
         ("get", "/v1/jobs/{job_id}"),
         ("get", "/v1/exceptions"),
         ("post", "/v1/exceptions/{exception_id}/ignore"),
+        ("post", "/v1/exceptions/{exception_id}/assign"),
         ("post", "/v1/exceptions/{exception_id}/retry"),
         ("get", "/v1/slots"),
         ("get", "/v1/launches/missing"),

@@ -117,6 +117,7 @@ pub(super) async fn apply(
     tables: Tables,
     records: &[Located<'_>],
 ) -> Result<(), sqlx::Error> {
+    assignments(conn, tables, records).await?;
     let mut fold = Fold::default();
     for record in records {
         if let AnyEvent::ExceptionEvent(e) = record.event {
@@ -205,6 +206,80 @@ pub(super) async fn apply(
         .bind(col(rows, |r| r.resolved_by.as_deref()))
         .bind(col(rows, |r| r.first_seen_at))
         .bind(col(rows, |r| r.updated_at))
+        .execute(&mut *conn)
+        .await?;
+    Ok(())
+}
+
+/// Assignments: the latest `exception.assign` per exception wins, by `(time, event id)`.
+async fn assignments(
+    conn: &mut PgConnection,
+    tables: Tables,
+    records: &[Located<'_>],
+) -> Result<(), sqlx::Error> {
+    struct Latest<'a> {
+        tenant_id: &'a str,
+        exception_id: Uuid,
+        event: &'a callstream_schemas::AuditEvent,
+    }
+    impl Merge for Latest<'_> {
+        fn merge(&mut self, later: Self) {
+            if (later.event.occurred_at, later.event.event_id)
+                > (self.event.occurred_at, self.event.event_id)
+            {
+                *self = later;
+            }
+        }
+    }
+    let mut fold = Fold::default();
+    for record in records {
+        let AnyEvent::AuditEvent(a) = record.event else {
+            continue;
+        };
+        if a.action != callstream_schemas::AUDIT_EXCEPTION_ASSIGN || a.subject_type != "exception" {
+            continue;
+        }
+        let Ok(exception_id) = a.subject_id.parse::<Uuid>() else {
+            continue;
+        };
+        let latest = Latest {
+            tenant_id: &a.tenant_id,
+            exception_id,
+            event: a,
+        };
+        fold.add((a.tenant_id.as_str(), exception_id), latest);
+    }
+    if fold.is_empty() {
+        return Ok(());
+    }
+    let rows = fold.rows();
+    let insert = insert_unnest(
+        &tables.name("exception_assignments"),
+        &[
+            ("tenant_id", "text"),
+            ("exception_id", "uuid"),
+            ("assignee", "text"),
+            ("assigned_at", "timestamptz"),
+            ("assigned_by", "text"),
+            ("event_id", "uuid"),
+        ],
+    );
+    let later = "(EXCLUDED.assigned_at, EXCLUDED.event_id) > (t.assigned_at, t.event_id)";
+    let set = ["assignee", "assigned_at", "assigned_by", "event_id"]
+        .iter()
+        .map(|c| format!("{c} = CASE WHEN {later} THEN EXCLUDED.{c} ELSE t.{c} END"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let sql = format!("{insert} ON CONFLICT (tenant_id, exception_id) DO UPDATE SET {set}");
+    sqlx::query(&sql)
+        .bind(col(rows, |r| r.tenant_id))
+        .bind(col(rows, |r| r.exception_id))
+        .bind(col(rows, |r| {
+            r.event.detail.as_deref().filter(|d| !d.is_empty())
+        }))
+        .bind(col(rows, |r| r.event.occurred_at))
+        .bind(col(rows, |r| r.event.actor.id.as_str()))
+        .bind(col(rows, |r| r.event.event_id))
         .execute(&mut *conn)
         .await?;
     Ok(())

@@ -112,6 +112,11 @@ avro_enum! {
     }
 }
 
+/// The audit action of an operator assigning an exception to someone (subject: the
+/// exception, `subject_type` `exception`; detail: the assignee, absent to unassign). The
+/// exceptions view keeps the latest per exception.
+pub const AUDIT_EXCEPTION_ASSIGN: &str = "exception.assign";
+
 /// An action by the system or an operator (`io.callstream.events.AuditEvent`, topic `audit`,
 /// keyed by tenant).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -17,7 +17,7 @@ use super::fmt::{parse_local, short};
 use super::{ConsoleError, Operator};
 use crate::actions::{self, CancelBody, ReasonBody};
 use crate::app::AppState;
-use crate::cases::{self, AdvanceAs, AdvanceBody};
+use crate::cases::{self, AdvanceAs, AdvanceBody, AssignBody};
 use crate::control::{self, SwitchBody};
 use crate::error::ApiError;
 use crate::extract::{Body, Path, Query, WaitParam};
@@ -46,6 +46,7 @@ pub struct ActionForm {
     zone: Option<String>,
     enabled: Option<String>,
     campaign_id: Option<String>,
+    assignee: Option<String>,
 }
 
 fn present(field: Option<String>) -> Option<String> {
@@ -204,6 +205,17 @@ pub async fn exception(
         reason: form.reason(),
     };
     let (what, outcome) = match action.as_str() {
+        "assign" => {
+            let assign = AssignBody {
+                assignee: present(form.assignee.clone()),
+                reason: body.reason,
+            };
+            (
+                "Assign",
+                cases::assign_exception(State(state), p, Path(exception_id), wait(), Body(assign))
+                    .await,
+            )
+        }
         "ignore" => (
             "Ignore",
             cases::ignore_exception(State(state), p, Path(exception_id), wait(), Body(body)).await,

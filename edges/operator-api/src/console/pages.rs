@@ -358,6 +358,11 @@ fn exception_actions(e: &Exception) -> Markup {
         (action_with_reason(&format!("{contact}/cancel-future-jobs"), "Cancel future jobs", true, html!{}))
         (action_with_reason(&format!("{contact}/force-finish"), "Force finish", false, html!{}))
         (action_with_reason(&format!("/console/f/act/exceptions/{}/ignore", e.exception_id), "Ignore", true, html!{}))
+        (action_with_reason(&format!("/console/f/act/exceptions/{}/assign", e.exception_id), "Assign", false, html! {
+            label for={ "as-" (e.exception_id) } { "Assign to (blank: unassign)" }
+            input id={ "as-" (e.exception_id) } name="assignee" maxlength="256"
+                value=(e.assignee.as_deref().unwrap_or(""));
+        }))
         @if e.exception_type == "crm_failed" {
             (action_with_reason(&format!("/console/f/act/exceptions/{}/retry-crm", e.exception_id), "Retry the CRM write", false, html!{}))
         }
