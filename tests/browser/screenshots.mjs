@@ -1,11 +1,11 @@
 // Screenshots of a running console, for the README and for a look after a demo:
-//   node screenshots.mjs <console base URL> <token> <output dir> [zone]
-// e.g. after `cargo xtask demo --keep-running`, with the URL and token it prints.
+//   node screenshots.mjs <console base URL> <token> <output dir> [zone] [day of Today]
+// e.g. after `cargo xtask demo --keep-running`, with the URL, token and day it prints.
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { chromium } from "playwright-core";
 
-const [url, token, out, zone = "America/Chicago"] = process.argv.slice(2);
+const [url, token, out, zone = "America/Chicago", day] = process.argv.slice(2);
 if (!url || !token || !out) {
   console.error("usage: node screenshots.mjs <console base URL> <token> <output dir> [time zone]");
   process.exit(2);
@@ -23,7 +23,8 @@ try {
   await page.getByRole("button", { name: "Log in" }).click();
   await page.waitForURL(/\/console\/today/);
   for (const name of ["today", "missing", "exceptions", "schedule", "controls"]) {
-    await page.goto(`${url}/console/${name}`);
+    const query = name === "today" && day ? `?day=${day}` : "";
+    await page.goto(`${url}/console/${name}${query}`);
     await page.locator("#page p.muted", { hasText: "Loading…" }).waitFor({ state: "detached" });
     const file = join(out, `console-${name}.png`);
     await page.screenshot({ path: file, fullPage: false });

@@ -102,15 +102,20 @@ pub fn delivery(
 }
 
 /// A bucket's bar as stacked parts: (count below it, its count, its colour), empty parts
-/// left out.
+/// left out. The parts add up to the launches: delivered by the platform, recovered, then
+/// of the rest those still missing and those not yet due. (`missing` counts every launch
+/// that ever went missing, recovered or late-delivered ones too, so it is not stacked as
+/// it is.)
 fn stack(b: &DeliveryBucket) -> Vec<(i64, i64, &'static str)> {
-    let open = (b.accepted - b.delivered - b.recovered - b.missing).max(0);
+    let rest = (b.accepted - b.delivered - b.recovered).max(0);
+    // Every recovered launch went missing first.
+    let still_missing = (b.missing - b.recovered).max(0).min(rest);
     let mut base = 0;
     [
         (b.delivered, DELIVERED),
         (b.recovered, RECOVERED),
-        (b.missing, MISSING),
-        (open, OPEN),
+        (still_missing, MISSING),
+        (rest - still_missing, OPEN),
     ]
     .into_iter()
     .filter(|(n, _)| *n > 0)
@@ -158,6 +163,26 @@ mod tests {
         // The threshold's height: 80 % of the plot from its bottom.
         let y = TOP + (HEIGHT - TOP - BOTTOM) * 0.2;
         assert!(svg.contains(&format!("y1=\"{y:.1}\"")), "{svg}");
+    }
+
+    #[test]
+    fn a_bar_never_stacks_higher_than_its_launches() {
+        // 10 launches: 7 delivered (one of them late, after going missing), 2 recovered,
+        // 1 still missing; 4 went missing in all.
+        let b = DeliveryBucket {
+            bucket_start: "2026-12-04T15:00:00Z".parse().unwrap(),
+            accepted: 10,
+            delivered: 7,
+            recovered: 2,
+            missing: 4,
+            delivery_rate: 0.7,
+        };
+        assert_eq!(
+            stack(&b),
+            [(0, 7, DELIVERED), (7, 2, RECOVERED), (9, 1, MISSING)]
+        );
+        let open = DeliveryBucket { accepted: 12, ..b };
+        assert_eq!(stack(&open)[2..], [(9, 2, MISSING), (11, 1, OPEN)]);
     }
 
     #[test]
