@@ -222,6 +222,7 @@ mod tests {
             url: "http://127.0.0.1:1".into(),
             token: "cs_t".into(),
             examples: vec![ok(200), ok(200)],
+            console_status: 200,
             ..Api::default()
         };
         assert!(api.answered());
@@ -229,6 +230,9 @@ mod tests {
             api.curl(&api.examples[0]),
             "curl -s -H 'Authorization: Bearer cs_t' 'http://127.0.0.1:1/v1/jobs'"
         );
+        api.console_status = 0;
+        assert!(!api.answered(), "the console did not answer");
+        api.console_status = 200;
         api.examples.push(ok(503));
         assert!(!api.answered());
         api.examples.clear();

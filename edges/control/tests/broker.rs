@@ -22,8 +22,12 @@ async fn control_topic() -> Result<(KafkaSettings, String)> {
         ..Topics::with_prefix(format!("{}-", unique_name("ctl")))
     };
     let kafka = KafkaSettings::new(bootstrap_servers(), "control-test");
-    let spec = topics.spec(topics::CONTROL, TopicKind::Table);
-    admin::ensure_topics(&kafka, &[spec]).await?;
+    // The control topic and its history, which every apply also writes.
+    let specs = [
+        topics.spec(topics::CONTROL, TopicKind::Table),
+        topics.spec(topics::CONTROL_HISTORY, TopicKind::Events),
+    ];
+    admin::ensure_topics(&kafka, &specs).await?;
     Ok((kafka, topics.name(topics::CONTROL)))
 }
 

@@ -421,7 +421,12 @@ async fn a_control_change_records_the_tokens_holder_and_a_body_cannot_name_anoth
     let env = setup(|_| {}).await?;
     admin::ensure_topics(
         &env.config.kafka,
-        &[env.config.topics.spec(t::CONTROL, TopicKind::Table)],
+        &[
+            env.config.topics.spec(t::CONTROL, TopicKind::Table),
+            env.config
+                .topics
+                .spec(t::CONTROL_HISTORY, TopicKind::Events),
+        ],
     )
     .await?;
     let token = create_token(&env.db.pool, "ta", Role::Admin, "ann@ops")

@@ -160,6 +160,22 @@ pub fn workload(tenant: &str, contacts: usize, base: DateTime<Utc>) -> (Vec<AnyE
                 x.timeline += 1;
             } else {
                 x.open_exceptions += 1;
+                // An operator takes it (and the assignment is its own applied command).
+                let assign = AuditEvent {
+                    action: callstream_schemas::AUDIT_EXCEPTION_ASSIGN.into(),
+                    subject_type: "exception".into(),
+                    subject_id: id.to_string(),
+                    detail: Some(format!("op{}", i % 3)),
+                    actor: Actor::operator("lead@example.com"),
+                    ..audit(tenant, Some(&contact), None, at(t0, 62))
+                };
+                let assign = AuditEvent {
+                    command_id: Some(assign.event_id),
+                    ..assign
+                };
+                out.push(assign.into());
+                x.commands += 1;
+                x.timeline += 1;
             }
         }
         if i % 6 == 0 {
