@@ -267,6 +267,18 @@ pub mod completion_case {
 }
 
 /// Ids the contact processor mints.
+/// Ids the views give entries that no event of their own carries.
+pub mod view {
+    use uuid::Uuid;
+
+    /// The timeline entry of a job held at `held_at_ms` (the contact's state shows the hold
+    /// in every record while it lasts; they all name this one entry). Under the contact
+    /// namespace: the hold is the contact processor's decision.
+    pub fn timeline_hold(job_id: Uuid, held_at_ms: i64) -> Uuid {
+        super::contact::derived(job_id, &["timeline/held", &held_at_ms.to_string()])
+    }
+}
+
 pub mod contact {
     use super::{
         derive,

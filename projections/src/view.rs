@@ -112,6 +112,8 @@ impl View {
                 COMPLETION_MISSING,
                 COMPLETION_RESOLVED,
                 AUDIT,
+                // Holds only (see `apply::ops`): a job held at its slot has no event.
+                CONTACT_STATE,
             ],
             View::Control => &[CONTROL],
             View::Commands => &[CONTACT_COMMANDS, CONTROL, CONTROL_HISTORY, AUDIT],

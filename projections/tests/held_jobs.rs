@@ -1,7 +1,8 @@
 //! A job the contact processor holds at its slot (a pause, or calls held for an exception)
 //! has no event of its own: the hold is only on `contact-state`. The jobs view reads it
-//! there, so the console and `GET /v1/jobs?state=held` show the held call and why; and a
-//! later decision (here a cancel) is never undone by a state record read after it.
+//! there, so the console and `GET /v1/jobs?state=held` show the held call and why, and the
+//! contact's timeline has the hold once; a later decision (here a cancel) is never undone
+//! by a state record read after it.
 
 mod support;
 
@@ -159,6 +160,22 @@ async fn a_job_held_at_its_slot_shows_held_with_its_reason() -> Result<()> {
             .fetch_one(&db.pool)
             .await?;
     assert_eq!(state, "cancelled");
+    // The hold is on the contact's timeline once, though two state records showed it.
+    let holds: Vec<(String, Option<String>)> = sqlx::query_as(
+        "SELECT what, reason FROM contact_timeline
+         WHERE tenant_id = $1 AND contact_id = $2 AND event_type = 'JobHeld'",
+    )
+    .bind(tenant)
+    .bind(contact)
+    .fetch_all(&db.pool)
+    .await?;
+    assert_eq!(
+        holds,
+        [(
+            "held at its slot: campaign paused".to_string(),
+            Some("campaign_paused".to_string())
+        )]
+    );
     let _ = stop.send(());
     task.await??;
     Ok(())

@@ -427,3 +427,33 @@ fn the_ids_of_one_launch_are_distinct_per_purpose() {
         scheduler::for_job("case", "b", launch)
     );
 }
+
+#[test]
+fn a_hold_names_one_timeline_entry() {
+    let job = Uuid::from_u128(7);
+    assert_eq!(
+        view::timeline_hold(job, 1_000),
+        view::timeline_hold(job, 1_000)
+    );
+    assert_ne!(
+        view::timeline_hold(job, 1_000),
+        view::timeline_hold(job, 2_000)
+    );
+    assert_ne!(
+        view::timeline_hold(job, 1_000),
+        view::timeline_hold(Uuid::from_u128(8), 1_000)
+    );
+}
+
+#[test]
+fn a_holds_timeline_entry_is_pinned() {
+    let job = Uuid::from_u128(0x0123_4567_89ab_cdef_0123_4567_89ab_cdef);
+    assert_eq!(
+        view::timeline_hold(job, 1_764_000_000_000),
+        contact::derived(job, &["timeline/held", "1764000000000"])
+    );
+    assert_eq!(
+        view::timeline_hold(job, 1_764_000_000_000).to_string(),
+        "3e2925bd-3d05-5f74-919d-c7b91b086685"
+    );
+}

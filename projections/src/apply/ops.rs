@@ -115,6 +115,53 @@ fn timeline_row<'a>(record: &Located<'a>) -> Option<TimelineRow<'a>> {
     })
 }
 
+/// The holds a contact's state shows, as timeline entries: the contact processor holds a
+/// job at its slot (a pause, calls held for an exception) with no event of its own. One
+/// entry per hold (its id is derived from the job and the time it was held, so every
+/// later state record that still shows it names the same entry), caused by what caused
+/// the state change (the due launch it held). The state's phone number stays out.
+fn hold_rows<'a>(record: &Located<'a>) -> Vec<TimelineRow<'a>> {
+    let AnyEvent::ContactState(state) = record.event else {
+        return Vec::new();
+    };
+    state
+        .jobs
+        .iter()
+        .filter(|j| j.state == callstream_schemas::JobState::Held)
+        .map(|job| {
+            let event = serde_json::json!({
+                "job_id": job.job_id.to_string(),
+                "campaign_id": job.campaign_id,
+                "reason": job.reason,
+                "reason_detail": job.reason_detail,
+                "held_at": job.updated_at.timestamp_millis(),
+            });
+            TimelineRow {
+                tenant_id: &state.tenant_id,
+                event_id: callstream_domain::ids::view::timeline_hold(
+                    job.job_id,
+                    job.updated_at.timestamp_millis(),
+                ),
+                contact_id: state.contact_id.clone(),
+                occurred_at: job.updated_at,
+                event_type: "JobHeld".into(),
+                what: Some(
+                    job.reason_detail
+                        .clone()
+                        .unwrap_or_else(|| "held".to_owned()),
+                ),
+                reason: Some(job.reason.clone()),
+                causation_id: state.causation_id,
+                correlation_id: state.correlation_id,
+                topic: record.topic,
+                partition: record.partition,
+                offset: record.offset,
+                event: event.to_string(),
+            }
+        })
+        .collect()
+}
+
 pub(super) async fn timeline(
     conn: &mut PgConnection,
     tables: Tables,
@@ -122,7 +169,7 @@ pub(super) async fn timeline(
 ) -> Result<(), sqlx::Error> {
     let mut fold = Fold::default();
     for record in records {
-        if let Some(row) = timeline_row(record) {
+        for row in timeline_row(record).into_iter().chain(hold_rows(record)) {
             fold.add_first((row.tenant_id, row.event_id), row);
         }
     }
