@@ -146,14 +146,18 @@ test("an operator logs in, sees the delivery card, recovers a missing completion
   await replacement.first().waitFor({ timeout: OUTCOME });
   assert.doesNotMatch(await replacement.first().locator("span.state").innerText(), /held|replaced|cancelled/);
 
-  // The timeline: follow a causation link to the event that caused it.
-  const causation = page.locator("ol.timeline a.causation").first();
+  // The timeline: the hold is on it, and its causation link leads to the due launch it held.
+  const hold = page.locator("ol.timeline li", { hasText: "JobHeld" });
+  await hold.first().waitFor({ timeout: OUTCOME });
+  assert.match(await hold.first().innerText(), /campaign paused/);
+  const causation = hold.first().locator("a.causation");
   await causation.waitFor();
   const target = (await causation.getAttribute("href")).slice(1);
   assert.ok(await page.locator(`[id="${target}"]`).count() > 0, "the cause is on the timeline");
   await causation.click();
   await page.waitForURL(new RegExp(`#${target}$`));
   assert.ok(await page.locator(`li[id="${target}"]:target`).isVisible(), "the cause is highlighted");
+  assert.match(await page.locator(`li[id="${target}"]`).innerText(), /launch_due/, "the hold's cause is the due launch");
   await shot(page, "contact");
 
   // Another tenant's contact is not found.
