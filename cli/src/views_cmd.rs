@@ -23,7 +23,7 @@ enum ProjectionsCommand {
     /// Rebuild views from offset 0 into new tables and swap them in when caught up (all
     /// views when none is named); the live views stay queryable meanwhile.
     Rebuild {
-        /// Views to rebuild: jobs, exceptions, slots, launches, audit, timeline, control, commands.
+        /// Views to rebuild: jobs, exceptions, slots, launches, audit, timeline, control, commands, dead_letters.
         views: Vec<String>,
     },
 }

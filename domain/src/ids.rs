@@ -42,6 +42,8 @@ pub mod namespace {
     /// CRM idempotency keys: UUIDv5(URL, "https://callstream.dev/ns/crm-command").
     /// Changing it would make every replayed command look new to the CRM.
     pub const CRM_COMMAND: Uuid = Uuid::from_u128(0xdae0757d_7bc7_5da9_b4d7_b03e45a23ad7);
+    /// Dead letters as the views name them.
+    pub const DEAD_LETTER: Uuid = Uuid::from_u128(0x2d1e_7a90_c4b3_5e6f_8a71_0b2c_d3e4_f5a6);
     /// The workflow's dedupe digests: UUIDv5(URL, "https://callstream.dev/ns/dedupe").
     /// Stored contact state holds digests made under it.
     pub const DEDUPE: Uuid = Uuid::from_u128(0x68c21c1b_ae41_5e39_b39c_2ecbd3738c8e);
@@ -276,6 +278,15 @@ pub mod view {
     /// namespace: the hold is the contact processor's decision.
     pub fn timeline_hold(job_id: Uuid, held_at_ms: i64) -> Uuid {
         super::contact::derived(job_id, &["timeline/held", &held_at_ms.to_string()])
+    }
+
+    /// A dead letter, by where it sits on its (physical) topic: a rebuild reads it there
+    /// again and names it the same.
+    pub fn dead_letter(topic: &str, partition: i32, offset: i64) -> Uuid {
+        super::derive_framed(
+            &super::namespace::DEAD_LETTER,
+            &[topic, &partition.to_string(), &offset.to_string()],
+        )
     }
 }
 

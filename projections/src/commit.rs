@@ -79,7 +79,7 @@ pub(crate) fn lanes(views: &[View], n: usize) -> Vec<Vec<View>> {
     // The operator's views commit together: an operator who sees a command `applied` or
     // `rejected` must find the control setting and the audit row it stands for.
     if let Some(&lane) = lane_of.get(&View::Commands) {
-        for v in [View::Control, View::Audit] {
+        for v in [View::Control, View::Audit, View::DeadLetters] {
             if let Some(l) = lane_of.get_mut(&v) {
                 *l = lane;
             }
@@ -101,7 +101,7 @@ fn weight(view: View) -> u32 {
         View::Timeline | View::Jobs => 10,
         View::Launches => 6,
         View::Exceptions | View::Slots => 3,
-        View::Audit | View::Commands | View::Control => 1,
+        View::Audit | View::Commands | View::Control | View::DeadLetters => 1,
     }
 }
 
@@ -302,6 +302,7 @@ mod tests {
                         View::Audit,
                         View::Control,
                         View::Commands,
+                        View::DeadLetters,
                     ],
                     &[View::Exceptions, View::Slots, View::Timeline],
                 ],
@@ -316,7 +317,12 @@ mod tests {
                     &[View::Launches],
                     &[View::Exceptions],
                     &[View::Slots],
-                    &[View::Audit, View::Control, View::Commands],
+                    &[
+                        View::Audit,
+                        View::Control,
+                        View::Commands,
+                        View::DeadLetters,
+                    ],
                 ],
             ),
             (&[View::Jobs, View::Slots], 0, &[&[View::Jobs, View::Slots]]),

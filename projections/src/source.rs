@@ -23,6 +23,41 @@ pub struct RawRecord {
     pub partition: i32,
     pub offset: i64,
     pub payload: Option<Vec<u8>>,
+    /// Only for dead letters (the only view that keeps them; copying them for every
+    /// record would cost every view): key, headers and timestamp.
+    pub letter: Option<LetterParts>,
+}
+
+/// What a dead letter carries beside its value.
+#[derive(Debug, Clone, Default)]
+pub struct LetterParts {
+    pub key: Option<Vec<u8>>,
+    pub headers: Vec<(String, Vec<u8>)>,
+    pub timestamp_ms: Option<i64>,
+}
+
+impl LetterParts {
+    fn of(msg: &impl Message) -> Self {
+        use rdkafka::message::Headers as _;
+        let headers = msg
+            .headers()
+            .map(|h| {
+                h.iter()
+                    .map(|header| {
+                        (
+                            header.key.to_owned(),
+                            header.value.map(<[u8]>::to_vec).unwrap_or_default(),
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        Self {
+            key: msg.key().map(<[u8]>::to_vec),
+            headers,
+            timestamp_ms: msg.timestamp().to_millis(),
+        }
+    }
 }
 
 /// The logical topics behind physical names, for the configured prefix.
@@ -185,11 +220,15 @@ impl Source {
                     let Some(topic) = self.names.physical(msg.topic()) else {
                         continue;
                     };
+                    let letter = (self.names.logical(&topic)
+                        == Some(callstream_platform::topics::DEAD_LETTERS))
+                    .then(|| LetterParts::of(&msg));
                     batch.records.push(RawRecord {
                         topic,
                         partition: msg.partition(),
                         offset: msg.offset(),
                         payload: msg.payload().map(<[u8]>::to_vec),
+                        letter,
                     });
                     deadline.get_or_insert_with(|| Instant::now() + max_wait);
                 }

@@ -58,6 +58,8 @@ pub fn decode(records: Vec<RawRecord>, names: &TopicNames, stats: &Stats) -> Vec
                 }
                 Some(bytes) => match decode_any(bytes) {
                     Ok(event) => Some(event),
+                    // A dead letter may be any bytes: that is often why it is one.
+                    Err(_) if raw.letter.is_some() => None,
                     Err(error) => {
                         stats.undecodable.fetch_add(1, Ordering::Relaxed);
                         tracing::warn!(
@@ -132,6 +134,14 @@ pub async fn apply_batch(
             next.insert(coordinates.clone(), offset);
             taken.insert(coordinates, count);
         }
+        if *view == View::DeadLetters {
+            // Every letter, decodable or not, and the replays among the events; one
+            // statement each, in either mode (text is cleaned of what Postgres refuses).
+            let letters: Vec<&Decoded> = batch_letters(view, key, &stored, batch);
+            apply::dead_letters(tx, tables, &letters, &records).await?;
+            spent.push(format!("{view}={}", started.elapsed().as_millis()));
+            continue;
+        }
         match mode {
             Mode::Fast => apply::apply(tx, *view, tables, &records).await?,
             Mode::Careful => {
@@ -203,6 +213,26 @@ fn new_records<'a>(
         }
     }
     (records, moved)
+}
+
+/// The dead letters of a batch the view has not applied yet.
+fn batch_letters<'a>(
+    view: &View,
+    key: &str,
+    stored: &Offsets,
+    batch: &'a [Decoded],
+) -> Vec<&'a Decoded> {
+    batch
+        .iter()
+        .filter(|d| d.raw.letter.is_some() && view.topics().contains(&d.logical))
+        .filter(|d| {
+            let from = stored
+                .get(&(key.to_owned(), d.raw.topic.to_string(), d.raw.partition))
+                .copied()
+                .unwrap_or(0);
+            d.raw.offset >= from
+        })
+        .collect()
 }
 
 /// Writes the offsets that moved, and adds the records taken to each partition's count.

@@ -31,6 +31,8 @@ pub enum View {
     Control,
     /// Operator commands and their outcome.
     Commands,
+    /// Records a processor could not handle, and whether they were replayed.
+    DeadLetters,
 }
 
 impl View {
@@ -44,6 +46,7 @@ impl View {
         View::Timeline,
         View::Control,
         View::Commands,
+        View::DeadLetters,
     ];
 
     /// The name used on the command line and in `projection_offsets`.
@@ -57,6 +60,7 @@ impl View {
             View::Timeline => "timeline",
             View::Control => "control",
             View::Commands => "commands",
+            View::DeadLetters => "dead_letters",
         }
     }
 
@@ -71,6 +75,7 @@ impl View {
             View::Timeline => &["contact_timeline"],
             View::Control => &["control_settings"],
             View::Commands => &["commands"],
+            View::DeadLetters => &["dead_letters", "dead_letter_replays"],
         }
     }
 
@@ -117,6 +122,8 @@ impl View {
             ],
             View::Control => &[CONTROL],
             View::Commands => &[CONTACT_COMMANDS, CONTROL, CONTROL_HISTORY, AUDIT],
+            // Replays are operators' audit events (`dead_letter.replay`).
+            View::DeadLetters => &[DEAD_LETTERS, AUDIT],
         }
     }
 
@@ -135,7 +142,7 @@ impl fmt::Display for View {
 
 /// A view name that is not one of [`View::ALL`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown view {0:?}; the views are: jobs, exceptions, slots, launches, audit, timeline, control, commands")]
+#[error("unknown view {0:?}; the views are: jobs, exceptions, slots, launches, audit, timeline, control, commands, dead_letters")]
 pub struct UnknownView(pub String);
 
 impl FromStr for View {

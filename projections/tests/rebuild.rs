@@ -39,6 +39,7 @@ async fn rebuild_under_load_equals_a_view_never_rebuilt() -> Result<()> {
     let base = chrono::Utc::now();
     let (first, x) = workload("tenant-r", 60, base);
     produce_all(&producer, &topics, &first, &mut produced).await?;
+    produce_letters(&producer, &topics, "tenant-r", 6, &mut produced).await?;
     wait_caught_up(
         &rebuilt.pool,
         &topics,

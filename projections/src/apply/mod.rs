@@ -18,6 +18,7 @@
 //! Table names come from [`Tables`], so the same code writes the live tables and a rebuild's.
 
 mod commands;
+mod dead_letters;
 mod exceptions;
 mod fold;
 mod jobs;
@@ -29,6 +30,8 @@ use callstream_schemas::AnyEvent;
 use sqlx::PgConnection;
 
 use crate::view::{Tables, View};
+
+pub(crate) use dead_letters::apply as dead_letters;
 
 /// One record as the projection saw it.
 #[derive(Debug, Clone, Copy)]
@@ -59,5 +62,7 @@ pub async fn apply(
         View::Timeline => ops::timeline(conn, tables, records).await,
         View::Control => simple::control(conn, tables, records).await,
         View::Commands => commands::apply(conn, tables, records).await,
+        // Applied apart, with the raw letters (see `store::apply_batch`).
+        View::DeadLetters => dead_letters::apply(conn, tables, &[], records).await,
     }
 }

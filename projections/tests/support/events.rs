@@ -186,6 +186,17 @@ pub fn workload(tenant: &str, contacts: usize, base: DateTime<Utc>) -> (Vec<AnyE
             x.timeline += 2;
         }
     }
+    // An operator replays a dead letter (the replays table does not need the letter).
+    out.push(
+        AuditEvent {
+            action: callstream_schemas::AUDIT_DEAD_LETTER_REPLAY.into(),
+            subject_type: "dead_letter".into(),
+            subject_id: Uuid::new_v4().to_string(),
+            actor: Actor::operator("lead@example.com"),
+            ..audit(tenant, None, None, at(base, 3))
+        }
+        .into(),
+    );
     out.push(control(tenant, ControlSetting::SystemPause, Some(false), base).into());
     out.push(control(tenant, ControlSetting::ShadowMode, Some(true), at(base, 5)).into());
     out.push(control(tenant, ControlSetting::ShadowMode, Some(false), at(base, 9)).into());

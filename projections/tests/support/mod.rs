@@ -106,6 +106,66 @@ pub async fn produce_all(
     Ok(())
 }
 
+/// Produces `n` dead letters of `tenant`, as the runtime writes them (the failed record's
+/// key and value, `dlq-*` headers): every other one's value is a callstream event (a
+/// contact command of the tenant), the rest bytes no schema reads.
+pub async fn produce_letters(
+    producer: &FutureProducer,
+    topics: &Topics,
+    tenant: &str,
+    n: usize,
+    produced: &mut Produced,
+) -> Result<()> {
+    use rdkafka::message::{Header, OwnedHeaders};
+    let topic = topics.name(callstream_platform::topics::DEAD_LETTERS);
+    for i in 0..n {
+        let contact = format!("dl{i}");
+        let value = if i % 2 == 0 {
+            AnyEvent::from(events::operator_command(
+                tenant,
+                &contact,
+                chrono::Utc::now(),
+            ))
+            .encode()?
+        } else {
+            b"\x00not an event".to_vec()
+        };
+        let source = format!(
+            "{}/0/{i}",
+            topics.name(callstream_platform::topics::CONTACT_COMMANDS)
+        );
+        let headers = [
+            ("dlq-reason", "the processor refused it"),
+            ("dlq-source", source.as_str()),
+            ("dlq-app", "contact"),
+            ("dlq-kind", "record"),
+            (
+                "traceparent",
+                "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+            ),
+        ]
+        .into_iter()
+        .fold(OwnedHeaders::new(), |h, (key, value)| {
+            h.insert(Header {
+                key,
+                value: Some(value.as_bytes()),
+            })
+        });
+        let record = rdkafka::producer::FutureRecord::to(&topic)
+            .key(contact.as_str())
+            .payload(&value)
+            .headers(headers);
+        let delivery = producer
+            .send(record, std::time::Duration::from_secs(30))
+            .await
+            .map_err(|(e, _)| e)?;
+        let (partition, offset) = (delivery.partition, delivery.offset);
+        let last = produced.entry((topic.clone(), partition)).or_insert(offset);
+        *last = (*last).max(offset);
+    }
+    Ok(())
+}
+
 /// Produces raw bytes (not an event) to a topic.
 pub async fn produce_raw(
     producer: &FutureProducer,

@@ -117,6 +117,10 @@ avro_enum! {
 /// exceptions view keeps the latest per exception.
 pub const AUDIT_EXCEPTION_ASSIGN: &str = "exception.assign";
 
+/// The audit action of an operator replaying a dead letter (subject: the letter,
+/// `subject_type` `dead_letter`; detail: where the record was sent again).
+pub const AUDIT_DEAD_LETTER_REPLAY: &str = "dead_letter.replay";
+
 /// An action by the system or an operator (`io.callstream.events.AuditEvent`, topic `audit`,
 /// keyed by tenant).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
