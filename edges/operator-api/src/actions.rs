@@ -103,6 +103,19 @@ pub(crate) async fn send(
     } else {
         state.publisher().send(&physical, key, &event).await?;
     }
+    accepted(state, principal, command_id, kind, contact_id, wait).await
+}
+
+/// The answer to a command the broker has: remembered as `pending` until the view shows
+/// it, and 202 with its status after waiting if asked.
+pub(crate) async fn accepted(
+    state: &AppState,
+    principal: &Principal,
+    command_id: Uuid,
+    kind: String,
+    contact_id: Option<String>,
+    wait: Option<Duration>,
+) -> Answer {
     state.remember(principal, command_id, kind.clone(), contact_id);
     tracing::info!(%command_id, kind, tenant = %principal.tenant_id, token = %principal.token_id, "command sent");
     let status = match wait {

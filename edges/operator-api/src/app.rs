@@ -235,7 +235,7 @@ impl Modify for TooManyRequests {
     paths(
         reads::list_jobs, reads::get_job, reads::list_exceptions, reads::slots,
         reads::missing_launches, reads::delivery, reads::timeline, reads::control, reads::audit,
-        reads::summary, actions::get_command, retry::retry_now, retry::retry_later,
+        reads::summary, reads::dead_letters, crate::dead_letters::replay, actions::get_command, retry::retry_now, retry::retry_later,
         actions::cancel_future_jobs, actions::force_finish,
         cases::recover, cases::advance, cases::ignore_exception, cases::assign_exception, crm_retry::retry_crm_command,
         control::system_pause, control::campaign_pause, control::shadow_mode, control::crm_writes,
@@ -244,7 +244,7 @@ impl Modify for TooManyRequests {
     components(schemas(
         ErrorBody, model::Job, model::JobDetail, model::Exception, model::Slots,
         model::SlotOccupancy, model::MissingLaunch, model::DeliveryBucket, model::TimelineEntry,
-        model::ControlSetting, model::Summary, model::Count, model::CommandStatus, model::Accepted, model::AuditEntry,
+        model::ControlSetting, model::Summary, model::Count, model::DeadLetter, model::CommandStatus, model::Accepted, model::AuditEntry,
         retry::RetryNowBody, retry::RetryLaterBody, actions::ReasonBody, actions::CancelBody,
         cases::AdvanceBody, cases::AdvanceAs, cases::AssignBody, control::SwitchBody,
     )),
@@ -332,6 +332,11 @@ pub fn app(state: AppState) -> Router {
         .route("/v1/control", get(reads::control))
         .route("/v1/audit", get(reads::audit))
         .route("/v1/summary", get(reads::summary))
+        .route("/v1/dead-letters", get(reads::dead_letters))
+        .route(
+            "/v1/dead-letters/{letter_id}/replay",
+            post(crate::dead_letters::replay),
+        )
         .route("/v1/control/system-pause", post(control::system_pause))
         .route(
             "/v1/control/campaigns/{campaign_id}/pause",

@@ -20,6 +20,7 @@ pub mod console;
 pub mod control;
 pub mod crm_retry;
 pub mod cursor;
+pub mod dead_letters;
 pub mod error;
 pub mod extract;
 pub mod limits;

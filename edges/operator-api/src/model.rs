@@ -258,4 +258,36 @@ pub struct Summary {
     pub missing_completions: i64,
     /// Calls held (by a pause or a guard), by the reason that holds them, most first.
     pub held_calls: Vec<Count>,
+    /// Dead letters not replayed yet.
+    pub dead_letters: i64,
 }
+
+/// A record a processor could not handle, parked on the dead-letter topic.
+#[derive(Debug, Clone, Serialize, Deserialize, sqlx::FromRow, ToSchema)]
+pub struct DeadLetter {
+    pub letter_id: Uuid,
+    /// When it was parked.
+    pub dead_at: DateTime<Utc>,
+    /// The processor that parked it.
+    pub app: Option<String>,
+    /// What failed: `record`, `timer` or `effect`.
+    pub kind: Option<String>,
+    /// Where it came from: `topic/partition/offset` for a record.
+    pub source: Option<String>,
+    /// Why it failed.
+    pub reason: Option<String>,
+    /// The event it carries (`ContactCommand`, ...), when its value is one.
+    pub event_type: Option<String>,
+    pub event_id: Option<Uuid>,
+    pub contact_id: Option<String>,
+    /// Only a record can be sent again (a timer's or an effect's letter cannot).
+    pub replayable: bool,
+    /// The latest replay, if any.
+    pub replayed_at: Option<DateTime<Utc>>,
+    pub replayed_by: Option<String>,
+}
+
+/// Columns of [`DeadLetter`], over `dead_letters d LEFT JOIN dead_letter_replays r`.
+pub const DEAD_LETTER_COLUMNS: &str = "d.letter_id, d.dead_at, d.app, d.kind, d.source, \
+    d.reason, d.event_type, d.event_id, d.contact_id, \
+    (d.kind = 'record' AND d.payload IS NOT NULL) AS replayable, r.replayed_at, r.replayed_by";

@@ -23,13 +23,34 @@ use crate::error::ApiError;
 
 type TransactionalProducer = ThreadedProducer<DefaultProducerContext>;
 
+/// A record ready to go into a transaction.
+pub struct Prepared {
+    pub topic: String,
+    pub key: Vec<u8>,
+    pub payload: Vec<u8>,
+    pub headers: OwnedHeaders,
+}
+
+impl Prepared {
+    /// `event`, keyed by `key`, with its headers and a fresh trace context.
+    pub fn event(topic: String, key: &str, event: &AnyEvent) -> Result<Self, ApiError> {
+        Ok(Self {
+            topic,
+            key: key.as_bytes().to_vec(),
+            payload: encode(event)?,
+            headers: headers_of(event),
+        })
+    }
+}
+
 /// The shared producers.
 pub struct Publisher {
     producer: FutureProducer,
     timeout: Duration,
     settings: KafkaSettings,
-    /// Made at the first control change (an admin action, rare), and made again after a
-    /// failed transaction, whose producer may be unusable.
+    /// For records that go together (a control change and its history, a replay and its
+    /// audit): made at the first such action (rare), and made again after a failed
+    /// transaction, whose producer may be unusable.
     control: Arc<Mutex<Option<TransactionalProducer>>>,
 }
 
@@ -53,7 +74,7 @@ impl Publisher {
 
     /// Sends a control change to `control_topic` and to its history (`control-history`,
     /// never compacted) in one transaction: the change takes effect and stays on the audit
-    /// trail, or neither. One transaction at a time (the producer is behind a lock).
+    /// trail, or neither.
     pub async fn send_control(
         &self,
         control_topic: &str,
@@ -62,21 +83,29 @@ impl Publisher {
     ) -> Result<(), ApiError> {
         let payload = encode(event)?;
         let headers = headers_of(event);
-        let topics = [
+        let records = [
             control_topic.to_owned(),
             callstream_platform::topics::history_of(control_topic),
-        ];
-        let (key, settings, slot, timeout) = (
-            key.to_owned(),
-            self.settings.clone(),
-            self.control.clone(),
-            self.timeout,
-        );
-        let event_id = event.envelope().event_id;
+        ]
+        .into_iter()
+        .map(|topic| Prepared {
+            topic,
+            key: key.as_bytes().to_vec(),
+            payload: payload.clone(),
+            headers: headers.clone(),
+        })
+        .collect();
+        self.send_together(records, event.envelope().event_id).await
+    }
+
+    /// Sends `records` in one transaction: all of them, or none (503). One transaction at
+    /// a time (the producer is behind a lock); these are rare admin and operator actions.
+    pub async fn send_together(&self, records: Vec<Prepared>, id: Uuid) -> Result<(), ApiError> {
+        let (settings, slot, timeout) = (self.settings.clone(), self.control.clone(), self.timeout);
         let sent = tokio::task::spawn_blocking(move || -> Result<(), KafkaError> {
             let mut slot = slot.lock().unwrap_or_else(|p| p.into_inner());
             if slot.is_none() {
-                let id = format!("callstream-operator-api-control-{}", uuid::Uuid::new_v4());
+                let id = format!("callstream-operator-api-tx-{}", Uuid::new_v4());
                 let producer: TransactionalProducer =
                     settings.transactional_producer_config(&id).create()?;
                 producer.init_transactions(timeout)?;
@@ -86,19 +115,19 @@ impl Publisher {
                 return Err(KafkaError::Canceled);
             };
             let result = producer.begin_transaction().and_then(|()| {
-                for topic in &topics {
-                    let record = BaseRecord::to(topic)
+                for r in &records {
+                    let record = BaseRecord::to(&r.topic)
                         .timestamp(callstream_platform::clock::now_ms())
-                        .key(key.as_str())
-                        .payload(payload.as_slice())
-                        .headers(headers.clone());
+                        .key(r.key.as_slice())
+                        .payload(r.payload.as_slice())
+                        .headers(r.headers.clone());
                     producer.send(record).map_err(|(error, _)| error)?;
                 }
                 producer.commit_transaction(timeout)
             });
             if result.is_err() {
                 let _ = producer.abort_transaction(timeout);
-                // A fresh producer for the next change.
+                // A fresh producer for the next transaction.
                 *slot = None;
             }
             result
@@ -107,13 +136,11 @@ impl Publisher {
         match sent {
             Ok(Ok(())) => Ok(()),
             Ok(Err(error)) => {
-                tracing::warn!(%error, %event_id, "control change not committed");
-                Err(ApiError::Unavailable(
-                    "kafka did not take the control change",
-                ))
+                tracing::warn!(%error, %id, "transaction not committed");
+                Err(ApiError::Unavailable("kafka did not take the records"))
             }
             Err(error) => {
-                tracing::error!(%error, "control change task failed");
+                tracing::error!(%error, "transaction task failed");
                 Err(ApiError::Internal)
             }
         }

@@ -396,7 +396,7 @@ pub async fn summary(
     principal.require(Role::Viewer)?;
     let tenant = &principal.tenant_id;
     let pool = state.pool();
-    let (open_exceptions, missing_completions, held_calls) = tokio::try_join!(
+    let (open_exceptions, missing_completions, held_calls, dead_letters) = tokio::try_join!(
         sqlx::query_as::<_, Count>(
             "SELECT exception_type AS key, count(*) AS count FROM exceptions
              WHERE tenant_id = $1 AND status = 'open' GROUP BY 1 ORDER BY 2 DESC, 1",
@@ -415,12 +415,54 @@ pub async fn summary(
         )
         .bind(tenant)
         .fetch_all(pool),
+        sqlx::query_scalar::<_, i64>(
+            "SELECT count(*) FROM dead_letters d WHERE d.tenant_id = $1 AND NOT EXISTS
+                 (SELECT 1 FROM dead_letter_replays r
+                  WHERE r.tenant_id = d.tenant_id AND r.letter_id = d.letter_id)",
+        )
+        .bind(tenant)
+        .fetch_one(pool),
     )?;
     Ok(Json(Summary {
         open_exceptions,
         missing_completions,
         held_calls,
+        dead_letters,
     }))
+}
+
+/// Dead letters, newest first: what failed, where and why, and whether it was replayed.
+#[utoipa::path(get, path = "/v1/dead-letters", tag = "reads", params(PageQuery, crate::app::TenantHeader),
+    security(("bearer" = [])),
+    responses((status = 200, body = Page<DeadLetter>), (status = 400, body = ErrorBody),
+        (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 422, body = ErrorBody)))]
+pub async fn dead_letters(
+    State(state): State<AppState>,
+    principal: Principal,
+    Query(q): Query<PageQuery>,
+) -> Result<Json<Page<DeadLetter>>, ApiError> {
+    principal.require(Role::Viewer)?;
+    let limit = limit(q.limit)?;
+    let cursor = q.cursor.as_deref().map(Cursor::decode).transpose()?;
+    let mut sql: QueryBuilder<Postgres> = QueryBuilder::new(format!(
+        "SELECT {DEAD_LETTER_COLUMNS} FROM dead_letters d LEFT JOIN dead_letter_replays r
+         ON r.tenant_id = d.tenant_id AND r.letter_id = d.letter_id WHERE d.tenant_id = "
+    ));
+    sql.push_bind(&principal.tenant_id);
+    if let Some(c) = cursor {
+        sql.push(" AND (d.dead_at, d.letter_id) < (")
+            .push_bind(c.at)
+            .push(", ")
+            .push_bind(c.id)
+            .push(")");
+    }
+    sql.push(" ORDER BY d.dead_at DESC, d.letter_id DESC LIMIT ")
+        .push_bind(limit + 1);
+    let rows: Vec<DeadLetter> = sql.build_query_as().fetch_all(state.pool()).await?;
+    Ok(Json(page(rows, limit, |d| Cursor {
+        at: d.dead_at,
+        id: d.letter_id,
+    })))
 }
 
 /// The current runtime settings.

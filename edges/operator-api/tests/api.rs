@@ -813,6 +813,7 @@ async fn the_summary_held_jobs_and_exception_types() -> Result<()> {
             "open_exceptions": [{"key": "no_slot", "count": 2}, {"key": "launch_failed", "count": 1}],
             "missing_completions": 0,
             "held_calls": [{"key": "campaign_paused", "count": 1}],
+            "dead_letters": 0,
         })
     );
     let contacts = |page: &Value| -> Vec<String> {
@@ -941,6 +942,195 @@ async fn the_summary_held_jobs_and_exception_types() -> Result<()> {
     Ok(())
 }
 
+/// A dead letter as the runtime parks it: the failed record's key and value, and why.
+async fn park(env: &Env, value: &[u8], kind: &str, source: &str) -> Result<()> {
+    use rdkafka::message::{Header, OwnedHeaders};
+    let headers = [
+        ("dlq-reason", "contact processor: refused"),
+        ("dlq-source", source),
+        ("dlq-app", "contact"),
+        ("dlq-kind", kind),
+        (
+            "traceparent",
+            "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+        ),
+    ]
+    .into_iter()
+    .fold(OwnedHeaders::new(), |h, (key, value)| {
+        h.insert(Header {
+            key,
+            value: Some(value.as_bytes()),
+        })
+    });
+    let topic = env.views.topics.name(t::DEAD_LETTERS);
+    let record = rdkafka::producer::FutureRecord::to(&topic)
+        .key("c-dead")
+        .payload(value)
+        .headers(headers);
+    callstream_e2e::producer()?
+        .send(record, Duration::from_secs(30))
+        .await
+        .map_err(|(e, _)| e)?;
+    Ok(())
+}
+
+/// Dead letters: listed with why, counted in the summary, replayed by an operator to the
+/// topic they came from (with who and why on the audit trail), and never another tenant's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dead_letters_are_listed_and_replayed_to_where_they_came_from() -> Result<()> {
+    let env = setup().await?;
+    let command = fixtures::contact_command(
+        "td",
+        "c-dead",
+        ContactCommandKind::RetryNow,
+        callstream_schemas::Actor::operator("op@d"),
+        Utc::now(),
+    );
+    let source = format!("{}/0/7", env.views.topics.name(t::CONTACT_COMMANDS));
+    park(
+        &env,
+        &AnyEvent::from(command.clone()).encode()?,
+        "record",
+        &source,
+    )
+    .await?;
+    let mut timer_command = command.clone();
+    timer_command.event_id = Uuid::new_v4();
+    park(
+        &env,
+        &AnyEvent::from(timer_command).encode()?,
+        "timer",
+        "timer/0/wall-clock/recheck",
+    )
+    .await?;
+    let viewer = create_token(&env.views.db.pool, "td", Role::Viewer, "viewer@d")
+        .await?
+        .token;
+    let operator = create_token(&env.views.db.pool, "td", Role::Operator, "op@d")
+        .await?
+        .token;
+    let other = create_token(&env.views.db.pool, "tz", Role::Admin, "admin@z")
+        .await?
+        .token;
+    let mut letters = Value::Null;
+    for _ in 0..200 {
+        letters = call(&env, "GET", "/v1/dead-letters", Some(&viewer), None, &[])
+            .await?
+            .1;
+        if letters["items"].as_array().is_some_and(|i| i.len() == 2) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let items = letters["items"].as_array().context("two letters")?;
+    let record = items
+        .iter()
+        .find(|l| l["kind"] == "record")
+        .context("the record's letter")?;
+    let timer = items
+        .iter()
+        .find(|l| l["kind"] == "timer")
+        .context("the timer's letter")?;
+    assert_eq!(record["reason"], "contact processor: refused");
+    assert_eq!(record["event_type"], "ContactCommand");
+    assert_eq!(record["contact_id"], "c-dead");
+    assert_eq!(record["replayable"], true);
+    assert_eq!(timer["replayable"], false);
+    let (_, summary) = call(&env, "GET", "/v1/summary", Some(&viewer), None, &[]).await?;
+    assert_eq!(summary["dead_letters"], 2);
+    let (_, theirs) = call(&env, "GET", "/v1/dead-letters", Some(&other), None, &[]).await?;
+    assert_eq!(theirs["items"], json!([]));
+
+    let replay = |id: &Value| {
+        format!(
+            "/v1/dead-letters/{}/replay?wait=10s",
+            id.as_str().unwrap_or_default()
+        )
+    };
+    let why = json!({"reason": "fixed the campaign settings"});
+    let (status, _) = call(
+        &env,
+        "POST",
+        &replay(&record["letter_id"]),
+        Some(&viewer),
+        Some(why.clone()),
+        &[],
+    )
+    .await?;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (status, _) = call(
+        &env,
+        "POST",
+        &replay(&record["letter_id"]),
+        Some(&other),
+        Some(why.clone()),
+        &[],
+    )
+    .await?;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, body) = call(
+        &env,
+        "POST",
+        &replay(&timer["letter_id"]),
+        Some(&operator),
+        Some(why.clone()),
+        &[],
+    )
+    .await?;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    let (status, body) = call(
+        &env,
+        "POST",
+        &replay(&record["letter_id"]),
+        Some(&operator),
+        Some(why),
+        &[],
+    )
+    .await?;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    assert_eq!(body["status"], "applied", "{body}");
+
+    // The record is on the topic it came from, as it was, saying where it came from.
+    let topic = env.views.topics.name(t::CONTACT_COMMANDS);
+    let reader = callstream_e2e::runtime::reader(&topic, env.views.topics.partitions)?;
+    let message = tokio::time::timeout(Duration::from_secs(20), reader.recv())
+        .await
+        .context("nothing replayed")??;
+    let AnyEvent::ContactCommand(again) = decode_any(message.payload().unwrap_or_default())? else {
+        anyhow::bail!("not the contact command");
+    };
+    assert_eq!(again.event_id, command.event_id);
+    use rdkafka::message::Headers as _;
+    let from = message
+        .headers()
+        .and_then(|h| h.iter().find(|x| x.key == "replayed-from"))
+        .and_then(|x| x.value)
+        .map(|v| String::from_utf8_lossy(v).into_owned());
+    assert_eq!(from.as_deref(), record["letter_id"].as_str());
+    let (_, after) = call(&env, "GET", "/v1/dead-letters", Some(&viewer), None, &[]).await?;
+    let replayed = after["items"]
+        .as_array()
+        .and_then(|i| i.iter().find(|l| l["kind"] == "record"))
+        .context("the record's letter")?;
+    assert_eq!(replayed["replayed_by"], "op@d", "{replayed}");
+    let (_, summary) = call(&env, "GET", "/v1/summary", Some(&viewer), None, &[]).await?;
+    assert_eq!(summary["dead_letters"], 1, "the timer's is left");
+    let (_, log) = call(
+        &env,
+        "GET",
+        "/v1/audit?action=dead_letter.replay",
+        Some(&operator),
+        None,
+        &[],
+    )
+    .await?;
+    assert_eq!(
+        log["items"][0]["reason"], "fixed the campaign settings",
+        "{log}"
+    );
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_openapi_document_is_3_1_and_covers_every_route() -> Result<()> {
     let env = setup().await?;
@@ -977,6 +1167,8 @@ async fn the_openapi_document_is_3_1_and_covers_every_route() -> Result<()> {
         ("post", "/v1/control/crm-writes"),
         ("get", "/v1/audit"),
         ("get", "/v1/summary"),
+        ("get", "/v1/dead-letters"),
+        ("post", "/v1/dead-letters/{letter_id}/replay"),
         ("get", "/v1/commands/{command_id}"),
         ("get", "/healthz"),
         ("get", "/readyz"),
