@@ -160,6 +160,19 @@ test("an operator logs in, sees the delivery card, recovers a missing completion
   assert.match(await page.locator(`li[id="${target}"]`).innerText(), /launch_due/, "the hold's cause is the due launch");
   await shot(page, "contact");
 
+  // A dead letter: replayed to where it came from, and the list says by whom.
+  await open(page, "/console/dead-letters");
+  const letter = page.locator("tr", { hasText: "c-letter" });
+  await letter.first().waitFor({ timeout: OUTCOME });
+  await shot(page, "dead-letters");
+  await letter.first().locator("summary", { hasText: "Replay" }).click();
+  await letter.first().getByRole("button", { name: "Replay" }).click();
+  await applied(page, "replay");
+  await page.locator("tr", { hasText: "c-letter" }).filter({ hasText: "by admin@e2e" }).first().waitFor({ timeout: OUTCOME });
+  // The replayed launch request entered the contact: it has a job now.
+  await open(page, "/console/contacts/c-letter");
+  await page.locator("table tbody tr").first().waitFor({ timeout: OUTCOME });
+
   // Another tenant's contact is not found.
   await page.goto(`${URL}/console/contacts/${OTHER}`);
   await page.locator("#page .error").waitFor();
@@ -169,7 +182,7 @@ test("an operator logs in, sees the delivery card, recovers a missing completion
 
 test("a viewer sees no action buttons, and the API refuses a forged action", async () => {
   const { context, page } = await loggedIn(VIEWER);
-  for (const path of ["/console/missing", "/console/exceptions?status=all", "/console/controls", `/console/contacts/${HELD}`]) {
+  for (const path of ["/console/missing", "/console/exceptions?status=all", "/console/controls", "/console/dead-letters", `/console/contacts/${HELD}`]) {
     await open(page, path);
     // Filters stay (they are reads); no form acts.
     assert.equal(await page.locator("#page form[hx-post]").count(), 0, `no action on ${path}`);

@@ -7,7 +7,8 @@
 //! the job's slot), and runs `tests/browser/console.test.mjs`, whose assertions are the
 //! console's: log in, the delivery card, recover a missing completion and see it close,
 //! pause a campaign and see the call held with the reason, resume and see it planned
-//! again, follow a causation link, a viewer without actions and refused a forged one (403),
+//! again, follow a causation link, replay a dead letter, a viewer without actions and
+//! refused a forged one (403),
 //! and no other tenant's data anywhere. Screenshots of each page go to
 //! `.stack/console-screenshots/`.
 
@@ -66,6 +67,43 @@ fn chromium() -> Result<PathBuf> {
     Ok(path)
 }
 
+/// Parks `value` on the dead-letter topic as the contact processor would have.
+async fn park(s: &Stack, value: &[u8]) -> Result<()> {
+    use rdkafka::message::{Header, OwnedHeaders};
+    let source = format!(
+        "{}/0/0",
+        s.views
+            .topics
+            .name(callstream_platform::topics::CONTACT_COMMANDS)
+    );
+    let headers = [
+        ("dlq-reason", "the contact processor refused it"),
+        ("dlq-source", source.as_str()),
+        ("dlq-app", "contact"),
+        ("dlq-kind", "record"),
+    ]
+    .into_iter()
+    .fold(OwnedHeaders::new(), |h, (key, value)| {
+        h.insert(Header {
+            key,
+            value: Some(value.as_bytes()),
+        })
+    });
+    let topic = s
+        .views
+        .topics
+        .name(callstream_platform::topics::DEAD_LETTERS);
+    let record = rdkafka::producer::FutureRecord::to(&topic)
+        .key("c-letter")
+        .payload(value)
+        .headers(headers);
+    callstream_e2e::producer()?
+        .send(record, Duration::from_secs(30))
+        .await
+        .map_err(|(e, _)| e)?;
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_console_works_in_a_real_browser() -> Result<()> {
     let chromium = chromium()?;
@@ -88,6 +126,9 @@ async fn the_console_works_in_a_real_browser() -> Result<()> {
         "scheduler",
     ))
     .await?;
+    // A record the contact processor could not handle, parked as the runtime parks it.
+    let letter = callstream_schemas::AnyEvent::from(seed::launch_request("c-letter", false));
+    park(&s, &letter.encode()?).await?;
     // Another tenant's contact, which no page may show.
     let mut other = seed::launch_request("other-tenant-secret", false);
     other.tenant_id = "tenant-other".into();
@@ -112,6 +153,17 @@ async fn the_console_works_in_a_real_browser() -> Result<()> {
         .bind(missing_launch)
         .fetch_optional(pool)
         .await?)
+    })
+    .await?;
+    eventually("the dead letter", SOON, || async {
+        Ok(
+            sqlx::query_scalar::<_, Uuid>(
+                "SELECT letter_id FROM dead_letters WHERE tenant_id = $1",
+            )
+            .bind(seed::TENANT)
+            .fetch_optional(pool)
+            .await?,
+        )
     })
     .await?;
     eventually("the other tenant's job", SOON, || async {

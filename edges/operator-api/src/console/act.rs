@@ -398,3 +398,21 @@ pub async fn control(
     };
     render(&what, outcome)
 }
+
+/// Replay a dead letter.
+pub async fn replay(
+    State(state): State<AppState>,
+    Operator(p): Operator,
+    Path(letter_id): Path<Uuid>,
+    Form(form): Form<ActionForm>,
+) -> Response {
+    let body = ReasonBody {
+        reason: form.reason(),
+    };
+    let outcome =
+        crate::dead_letters::replay(State(state), p, Path(letter_id), wait(), Body(body)).await;
+    render(
+        &format!("Replay (letter {})", &letter_id.to_string()[..8]),
+        outcome,
+    )
+}

@@ -53,6 +53,11 @@ pub fn routes() -> Router<AppState> {
         .route("/console/f/schedule", get(pages::schedule))
         .route("/console/f/contacts/{contact_id}", get(pages::contact))
         .route("/console/f/controls", get(pages::controls))
+        .route("/console/f/dead-letters", get(pages::dead_letters))
+        .route(
+            "/console/f/act/dead-letters/{letter_id}/replay",
+            post(act::replay),
+        )
         .route("/console/f/commands/{command_id}", get(act::command))
         .route(
             "/console/f/act/launches/{launch_id}/{action}",
@@ -72,12 +77,13 @@ pub fn routes() -> Router<AppState> {
 }
 
 /// The pages in the navigation: path, title, and who sees the link.
-const PAGES: [(&str, &str); 6] = [
+const PAGES: [(&str, &str); 7] = [
     ("today", "Today"),
     ("missing", "Missing completions"),
     ("exceptions", "Exceptions"),
     ("schedule", "Schedule"),
     ("contacts", "Contact"),
+    ("dead-letters", "Dead letters"),
     ("controls", "Controls"),
 ];
 

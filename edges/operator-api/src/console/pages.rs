@@ -171,6 +171,11 @@ pub async fn today(
                     small { "still open" }
                 }
                 div class="card" {
+                    div { a href="/console/dead-letters" { "Dead letters" } }
+                    div class="big" { (summary.dead_letters) }
+                    small { "not replayed" }
+                }
+                div class="card" {
                     div { a href="/console/schedule?state=held" { "Held calls" } }
                     div class="big" { (held) }
                     ul {
@@ -711,6 +716,58 @@ pub async fn controls(
                     } }
                 }
             }
+        }
+    })
+}
+
+// ---- Dead letters ----
+
+pub async fn dead_letters(
+    State(state): State<AppState>,
+    Operator(p): Operator,
+    zone: Zone,
+    Query(q): Query<PageQuery>,
+) -> Fragment {
+    let q = PageQuery {
+        limit: Some(q.limit.unwrap_or(PAGE_SIZE)),
+        ..q
+    };
+    let Json(page) = reads::dead_letters(State(state), p.clone(), Query(q)).await?;
+    let acts = p.role >= Role::Operator;
+    fragment(html! {
+        @if page.items.is_empty() {
+            p class="ok" { "No dead letters: every record was handled." }
+        } @else {
+            table {
+                caption class="muted" { "Records a processor could not handle, newest first. A replay sends the record again to the topic it came from." }
+                thead { tr {
+                    th scope="col" { "Parked" } th scope="col" { "Processor" } th scope="col" { "What" }
+                    th scope="col" { "Contact" } th scope="col" { "Why" } th scope="col" { "From" }
+                    th scope="col" { "Replayed" }
+                    @if acts { th scope="col" { "Actions" } }
+                } }
+                tbody {
+                    @for d in &page.items {
+                        tr id={ "letter-" (d.letter_id) } {
+                            td { (fmt::at(d.dead_at, zone.0)) }
+                            td { (d.app.as_deref().unwrap_or("—")) " (" (d.kind.as_deref().unwrap_or("?")) ")" }
+                            td { (d.event_type.as_deref().unwrap_or("not an event")) }
+                            td { @if let Some(c) = &d.contact_id { (link_contact(c)) } @else { "—" } }
+                            td { (d.reason.as_deref().unwrap_or("—")) }
+                            td { code { (d.source.as_deref().unwrap_or("—")) } }
+                            td { @if let Some(at) = d.replayed_at {
+                                (fmt::at(at, zone.0)) " by " (d.replayed_by.as_deref().unwrap_or("?"))
+                            } @else { "—" } }
+                            @if acts { td class="actions" {
+                                @if d.replayable {
+                                    (action_with_reason(&format!("/console/f/act/dead-letters/{}/replay", d.letter_id), "Replay", false, html!{}))
+                                } @else { span class="muted" { "for reading only" } }
+                            } }
+                        }
+                    }
+                }
+            }
+            (pager("/console/dead-letters", page.next_cursor.as_deref()))
         }
     })
 }
