@@ -457,3 +457,16 @@ fn a_holds_timeline_entry_is_pinned() {
         "3e2925bd-3d05-5f74-919d-c7b91b086685"
     );
 }
+
+#[test]
+fn a_dead_letter_is_named_by_where_it_sits() {
+    let id = view::dead_letter("acme-dead-letters", 3, 1_234);
+    assert_eq!(id, view::dead_letter("acme-dead-letters", 3, 1_234));
+    assert_ne!(id, view::dead_letter("acme-dead-letters", 3, 1_235));
+    assert_ne!(id, view::dead_letter("acme-dead-letters", 4, 1_234));
+    assert_eq!(
+        id,
+        derive_framed(&namespace::DEAD_LETTER, &["acme-dead-letters", "3", "1234"])
+    );
+    assert_eq!(id.to_string(), "857fc89d-f3e4-5f2f-a9b1-a829b7fdd503");
+}
