@@ -14,6 +14,7 @@
 //! [`report::Report::stdout`].
 
 pub mod cpu;
+pub mod db;
 pub mod kafka;
 pub mod processor;
 pub mod report;

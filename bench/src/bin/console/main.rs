@@ -28,7 +28,6 @@
 //! printed, and the run exits non-zero at the end.
 
 mod browser;
-mod db;
 mod load;
 mod server;
 
@@ -41,8 +40,8 @@ use callstream_platform::{KafkaSettings, Topics};
 use clap::Parser;
 use tracing::{error, info};
 
-use self::db::BenchDb;
 use self::server::{Client, Server, PAGES, ZONE};
+use callstream_bench::db::{self, BenchDb};
 
 /// Requests before the timed ones, per page (pools and caches warm up).
 const WARMUP: usize = 10;
@@ -93,7 +92,7 @@ async fn run(args: &Args, report: &mut Report) -> Result<()> {
         postgres = db::shown(&database_url),
         "creating the benchmark's database and applying the migrations"
     );
-    let db = BenchDb::create(&database_url).await?;
+    let db = BenchDb::create(&database_url, "console").await?;
     info!(database = %db.name, "benchmark database created");
     let result = measure(args, &db, report).await;
     if args.keep_db {

@@ -22,7 +22,7 @@ use rand::{Rng, SeedableRng};
 use tokio::runtime::Runtime;
 use tracing::info;
 
-use crate::db::BenchDb;
+use callstream_bench::db::BenchDb;
 
 /// The API run's shape.
 #[derive(Debug, Clone, Copy)]

@@ -23,9 +23,9 @@ use sqlx::PgPool;
 use tokio::runtime::Runtime;
 use tracing::{info, warn};
 
-use crate::db::visible;
 use crate::live::Live;
 use crate::workload::route;
+use callstream_bench::db::visible;
 
 /// The paced load.
 #[derive(Debug, Clone, Copy)]

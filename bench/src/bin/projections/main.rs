@@ -1,6 +1,6 @@
 //! `cargo xtask bench projections`: the Postgres projections and the
 //! operator API (issue 9), in one run on fresh topics and a database of its
-//! own (`callstream_bench_<id>`, dropped afterwards), every view on:
+//! own (`callstream_bench_projections_<id>`, dropped afterwards), every view on:
 //!
 //! 1. `throughput`: N preloaded events (the projections tests' workload,
 //!    ~7.4 events a contact, every view touched), applied by the live
@@ -17,7 +17,6 @@
 //! dropped unless `--keep-database`.
 
 mod api;
-mod db;
 mod lag;
 mod live;
 mod throughput;
@@ -37,7 +36,7 @@ use tracing::info;
 use callstream_bench::kafka::unique_name;
 use callstream_bench::report::Report;
 
-use self::db::BenchDb;
+use callstream_bench::db::BenchDb;
 
 fn main() -> Result<()> {
     callstream_bench::init("projections", &["callstream_projections"]);
@@ -153,7 +152,7 @@ pub fn run(args: &Args, report: &mut Report) -> Result<()> {
         .enable_all()
         .build()
         .context("starting a tokio runtime")?;
-    let db = runtime.block_on(BenchDb::create(&database_url))?;
+    let db = runtime.block_on(BenchDb::create(&database_url, "projections"))?;
     info!(database = %db.name, "benchmark database created");
     let topics = Topics {
         prefix: format!("{}.", unique_name("bench-proj")),

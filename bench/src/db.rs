@@ -1,8 +1,10 @@
-//! The benchmark's own database, `callstream_bench_console_<id>`, created
-//! through the server's `postgres` database (as the projections bench does)
-//! with the workspace's migrations applied, and dropped afterwards unless
-//! `--keep-db`, so a run never reads or disturbs another's rows.
+//! A benchmark's own database, `callstream_bench_<bench>_<id>`, created
+//! through the server's `postgres` database (as the projections tests'
+//! `TestDb` does) with the workspace's migrations applied, and dropped
+//! afterwards (unless the bench is told to keep it), so a run never reads or
+//! disturbs another's rows.
 
+use std::collections::HashMap;
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -59,10 +61,11 @@ async fn connect(url: &str, connections: u32) -> Result<PgPool> {
 }
 
 impl BenchDb {
-    /// Creates the database next to the one `database_url` names and migrates it.
-    pub async fn create(database_url: &str) -> Result<Self> {
+    /// Creates the database of bench `bench` next to the one `database_url` names and
+    /// migrates it.
+    pub async fn create(database_url: &str, bench: &str) -> Result<Self> {
         let id = uuid::Uuid::new_v4().simple().to_string();
-        let name = format!("callstream_bench_console_{}", &id[..12]);
+        let name = format!("callstream_bench_{bench}_{}", &id[..12]);
         let server = with_database(database_url, "postgres");
         let maintenance = connect(&server, 1).await?;
         sqlx::query(&format!("CREATE DATABASE {name}"))
@@ -101,6 +104,23 @@ impl BenchDb {
             tracing::warn!(%error, database = %self.name, "dropping the benchmark database failed");
         }
     }
+}
+
+/// `(physical topic, partition)` -> the next offset every live view reading
+/// it has applied: a record there is visible in every view once its offset
+/// is below this.
+pub type Visible = HashMap<(String, i32), i64>;
+
+/// Reads [`Visible`] for the live views named `keys`.
+pub async fn visible(pool: &PgPool, keys: &[String]) -> Result<Visible, sqlx::Error> {
+    let rows: Vec<(String, i32, i64)> = sqlx::query_as(
+        "SELECT topic, partition, min(next_offset) FROM projection_offsets
+         WHERE projection = ANY($1) GROUP BY topic, partition",
+    )
+    .bind(keys)
+    .fetch_all(pool)
+    .await?;
+    Ok(rows.into_iter().map(|(t, p, o)| ((t, p), o)).collect())
 }
 
 #[cfg(test)]
