@@ -9,7 +9,7 @@
 // region is filled (its "Loading…" placeholder gone). Prints one JSON object on stdout,
 // {"today": [ms...], "schedule": [ms...], "exceptions": [ms...]}; progress goes to stderr.
 
-import { chromium } from "playwright-core";
+import { launchChromium } from "./chromium.mjs";
 
 const [URL, TOKEN, LOADS] = process.argv.slice(2);
 const loads = Number.parseInt(LOADS ?? "", 10);
@@ -21,21 +21,7 @@ const PAGES = ["today", "schedule", "exceptions"];
 
 const log = (message) => console.error(`bench.mjs: ${message}`);
 
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-  headless: true,
-  // Without the background-networking flags Chromium keeps trying hosts this closed
-  // network refuses.
-  args: [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-  ],
-});
+const browser = await launchChromium();
 
 try {
   const context = await browser.newContext({

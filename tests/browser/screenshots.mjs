@@ -3,7 +3,7 @@
 // e.g. after `cargo xtask demo --keep-running`, with the URL, token and day it prints.
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { chromium } from "playwright-core";
+import { launchChromium } from "./chromium.mjs";
 
 const [url, token, out, zone = "America/Chicago", day] = process.argv.slice(2);
 if (!url || !token || !out) {
@@ -11,11 +11,7 @@ if (!url || !token || !out) {
   process.exit(2);
 }
 mkdirSync(out, { recursive: true });
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-  args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-});
+const browser = await launchChromium();
 try {
   const page = await (await browser.newContext({ viewport: { width: 1400, height: 900 }, timezoneId: zone })).newPage();
   await page.goto(`${url}/console/login`);

@@ -146,6 +146,43 @@ pub async fn produce(
     }
 }
 
+/// Parks `value` (keyed by `key`) on the dead-letter topic `topic` as the runtime does
+/// after a processor refused a record: the `dlq-*` headers say which processor (`app`),
+/// what failed (`kind`: record, timer or effect), where from (`source`) and why, and
+/// `extra` headers stand for the record's own. Returns (partition, offset).
+pub async fn park_dead_letter(
+    producer: &FutureProducer,
+    topic: &str,
+    key: &str,
+    value: &[u8],
+    (app, kind, source, reason): (&str, &str, &str, &str),
+    extra: &[(&str, &str)],
+) -> Result<(i32, i64)> {
+    use rdkafka::message::{Header, OwnedHeaders};
+    let headers = [
+        ("dlq-reason", reason),
+        ("dlq-source", source),
+        ("dlq-app", app),
+        ("dlq-kind", kind),
+    ]
+    .iter()
+    .chain(extra)
+    .fold(OwnedHeaders::new(), |h, (key, value)| {
+        h.insert(Header {
+            key,
+            value: Some(value.as_bytes()),
+        })
+    });
+    let record = FutureRecord::to(topic)
+        .key(key)
+        .payload(value)
+        .headers(headers);
+    match producer.send(record, Timeout::After(BROKER_TIMEOUT)).await {
+        Ok(delivery) => Ok((delivery.partition, delivery.offset)),
+        Err((e, _)) => Err(e).with_context(|| format!("parking a dead letter on {topic}")),
+    }
+}
+
 /// A consumer in group `group` that sees only committed records (`read_committed`), starts
 /// from the earliest offset of a new group, and never commits on its own.
 pub fn read_committed_consumer(group: &str) -> Result<StreamConsumer> {

@@ -69,38 +69,31 @@ fn chromium() -> Result<PathBuf> {
 
 /// Parks `value` on the dead-letter topic as the contact processor would have.
 async fn park(s: &Stack, value: &[u8]) -> Result<()> {
-    use rdkafka::message::{Header, OwnedHeaders};
     let source = format!(
         "{}/0/0",
         s.views
             .topics
             .name(callstream_platform::topics::CONTACT_COMMANDS)
     );
-    let headers = [
-        ("dlq-reason", "the contact processor refused it"),
-        ("dlq-source", source.as_str()),
-        ("dlq-app", "contact"),
-        ("dlq-kind", "record"),
-    ]
-    .into_iter()
-    .fold(OwnedHeaders::new(), |h, (key, value)| {
-        h.insert(Header {
-            key,
-            value: Some(value.as_bytes()),
-        })
-    });
     let topic = s
         .views
         .topics
         .name(callstream_platform::topics::DEAD_LETTERS);
-    let record = rdkafka::producer::FutureRecord::to(&topic)
-        .key("c-letter")
-        .payload(value)
-        .headers(headers);
-    callstream_e2e::producer()?
-        .send(record, Duration::from_secs(30))
-        .await
-        .map_err(|(e, _)| e)?;
+    let why = (
+        "contact",
+        "record",
+        source.as_str(),
+        "the contact processor refused it",
+    );
+    callstream_e2e::park_dead_letter(
+        &callstream_e2e::producer()?,
+        &topic,
+        "c-letter",
+        value,
+        why,
+        &[],
+    )
+    .await?;
     Ok(())
 }
 

@@ -944,33 +944,21 @@ async fn the_summary_held_jobs_and_exception_types() -> Result<()> {
 
 /// A dead letter as the runtime parks it: the failed record's key and value, and why.
 async fn park(env: &Env, value: &[u8], kind: &str, source: &str) -> Result<()> {
-    use rdkafka::message::{Header, OwnedHeaders};
-    let headers = [
-        ("dlq-reason", "contact processor: refused"),
-        ("dlq-source", source),
-        ("dlq-app", "contact"),
-        ("dlq-kind", kind),
-        (
-            "traceparent",
-            "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
-        ),
-    ]
-    .into_iter()
-    .fold(OwnedHeaders::new(), |h, (key, value)| {
-        h.insert(Header {
-            key,
-            value: Some(value.as_bytes()),
-        })
-    });
     let topic = env.views.topics.name(t::DEAD_LETTERS);
-    let record = rdkafka::producer::FutureRecord::to(&topic)
-        .key("c-dead")
-        .payload(value)
-        .headers(headers);
-    callstream_e2e::producer()?
-        .send(record, Duration::from_secs(30))
-        .await
-        .map_err(|(e, _)| e)?;
+    let traceparent = [(
+        "traceparent",
+        "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+    )];
+    let why = ("contact", kind, source, "contact processor: refused");
+    callstream_e2e::park_dead_letter(
+        &callstream_e2e::producer()?,
+        &topic,
+        "c-dead",
+        value,
+        why,
+        &traceparent,
+    )
+    .await?;
     Ok(())
 }
 

@@ -116,7 +116,6 @@ pub async fn produce_letters(
     n: usize,
     produced: &mut Produced,
 ) -> Result<()> {
-    use rdkafka::message::{Header, OwnedHeaders};
     let topic = topics.name(callstream_platform::topics::DEAD_LETTERS);
     for i in 0..n {
         let contact = format!("dl{i}");
@@ -134,32 +133,19 @@ pub async fn produce_letters(
             "{}/0/{i}",
             topics.name(callstream_platform::topics::CONTACT_COMMANDS)
         );
-        let headers = [
-            ("dlq-reason", "the processor refused it"),
-            ("dlq-source", source.as_str()),
-            ("dlq-app", "contact"),
-            ("dlq-kind", "record"),
-            (
-                "traceparent",
-                "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
-            ),
-        ]
-        .into_iter()
-        .fold(OwnedHeaders::new(), |h, (key, value)| {
-            h.insert(Header {
-                key,
-                value: Some(value.as_bytes()),
-            })
-        });
-        let record = rdkafka::producer::FutureRecord::to(&topic)
-            .key(contact.as_str())
-            .payload(&value)
-            .headers(headers);
-        let delivery = producer
-            .send(record, std::time::Duration::from_secs(30))
-            .await
-            .map_err(|(e, _)| e)?;
-        let (partition, offset) = (delivery.partition, delivery.offset);
+        let why = (
+            "contact",
+            "record",
+            source.as_str(),
+            "the processor refused it",
+        );
+        let traceparent = [(
+            "traceparent",
+            "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+        )];
+        let (partition, offset) =
+            callstream_e2e::park_dead_letter(producer, &topic, &contact, &value, why, &traceparent)
+                .await?;
         let last = produced.entry((topic.clone(), partition)).or_insert(offset);
         *last = (*last).max(offset);
     }
