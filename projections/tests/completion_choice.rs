@@ -6,10 +6,7 @@
 
 mod support;
 
-use std::time::Duration;
-
 use anyhow::Result;
-use callstream_projections::View;
 use callstream_schemas::{AnyEvent, CallEventSource};
 use chrono::{TimeDelta, Utc};
 use support::events::{call_event, call_launch, launch_command, plan};
@@ -20,10 +17,7 @@ use uuid::Uuid;
 async fn the_platforms_completion_wins_over_a_later_recovered_one() -> Result<()> {
     let db = TestDb::new().await?;
     let topics = topics().await?;
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let task = tokio::spawn(callstream_projections::run(config(&db, &topics), async {
-        let _ = stopped.await;
-    }));
+    let live = Live::start(&db, &topics);
     let (tenant, campaign) = ("tenant-cc", "camp-cc");
     let t0 = Utc::now();
     let producer = callstream_e2e::producer()?;
@@ -64,14 +58,7 @@ async fn the_platforms_completion_wins_over_a_later_recovered_one() -> Result<()
     }
     for batch in [first_batch, second_batch] {
         produce_all(&producer, &topics, &batch, &mut produced).await?;
-        wait_caught_up(
-            &db.pool,
-            &topics,
-            View::ALL,
-            &produced,
-            Duration::from_secs(60),
-        )
-        .await?;
+        caught_up(&db, &topics, &produced).await?;
     }
     for launch in &launches {
         let source: Option<String> = sqlx::query_scalar(
@@ -90,7 +77,6 @@ async fn the_platforms_completion_wins_over_a_later_recovered_one() -> Result<()
     .fetch_one(&db.pool)
     .await?;
     assert_eq!((delivered, recovered), (2, 0));
-    let _ = stop.send(());
-    task.await??;
+    live.stop().await?;
     Ok(())
 }

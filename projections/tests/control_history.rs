@@ -6,11 +6,8 @@
 
 mod support;
 
-use std::time::Duration;
-
 use anyhow::Result;
 use callstream_platform::topics as t;
-use callstream_projections::View;
 use callstream_schemas::{AnyEvent, ControlSetting};
 use chrono::{TimeDelta, Utc};
 use support::events::control;
@@ -20,10 +17,7 @@ use support::*;
 async fn control_changes_are_audited_from_their_history() -> Result<()> {
     let db = TestDb::new().await?;
     let topics = topics().await?;
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let task = tokio::spawn(callstream_projections::run(config(&db, &topics), async {
-        let _ = stopped.await;
-    }));
+    let live = Live::start(&db, &topics);
     let tenant = "tenant-hist";
     let t0 = Utc::now();
     // Paused then resumed: compaction keeps only the resume on `control`.
@@ -49,14 +43,7 @@ async fn control_changes_are_audited_from_their_history() -> Result<()> {
         .await?;
     }
     produce_all(&producer, &topics, &[resumed.clone().into()], &mut produced).await?;
-    wait_caught_up(
-        &db.pool,
-        &topics,
-        View::ALL,
-        &produced,
-        Duration::from_secs(60),
-    )
-    .await?;
+    caught_up(&db, &topics, &produced).await?;
     let ids: Vec<String> = sqlx::query_scalar(
         "SELECT event_id::text FROM audit WHERE tenant_id = $1 AND action = 'control.system_pause'
          ORDER BY occurred_at",
@@ -69,7 +56,6 @@ async fn control_changes_are_audited_from_their_history() -> Result<()> {
         [paused.event_id.to_string(), resumed.event_id.to_string()],
         "both changes, once each"
     );
-    let _ = stop.send(());
-    task.await??;
+    live.stop().await?;
     Ok(())
 }

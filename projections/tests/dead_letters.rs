@@ -4,10 +4,7 @@
 
 mod support;
 
-use std::time::Duration;
-
 use anyhow::Result;
-use callstream_projections::View;
 use callstream_schemas::{Actor, AnyEvent, AuditEvent, AUDIT_DEAD_LETTER_REPLAY};
 use chrono::Utc;
 use support::events::audit;
@@ -28,21 +25,11 @@ type LetterRow = (
 async fn dead_letters_are_kept_with_why_and_what_to_replay() -> Result<()> {
     let db = TestDb::new().await?;
     let topics = topics().await?;
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let task = tokio::spawn(callstream_projections::run(config(&db, &topics), async {
-        let _ = stopped.await;
-    }));
+    let live = Live::start(&db, &topics);
     let producer = callstream_e2e::producer()?;
     let mut produced = Produced::new();
     produce_letters(&producer, &topics, "tenant-dl", 4, &mut produced).await?;
-    wait_caught_up(
-        &db.pool,
-        &topics,
-        View::ALL,
-        &produced,
-        Duration::from_secs(60),
-    )
-    .await?;
+    caught_up(&db, &topics, &produced).await?;
 
     let rows: Vec<LetterRow> = sqlx::query_as(
         "SELECT tenant_id, event_type, contact_id, reason, app || '/' || kind || '/' || source,
@@ -90,14 +77,7 @@ async fn dead_letters_are_kept_with_why_and_what_to_replay() -> Result<()> {
     }
     .into();
     produce_all(&producer, &topics, &[replay], &mut produced).await?;
-    wait_caught_up(
-        &db.pool,
-        &topics,
-        View::ALL,
-        &produced,
-        Duration::from_secs(60),
-    )
-    .await?;
+    caught_up(&db, &topics, &produced).await?;
     let by: String = sqlx::query_scalar(
         "SELECT replayed_by FROM dead_letter_replays WHERE tenant_id = 'tenant-dl' AND letter_id = $1",
     )
@@ -105,7 +85,6 @@ async fn dead_letters_are_kept_with_why_and_what_to_replay() -> Result<()> {
     .fetch_one(&db.pool)
     .await?;
     assert_eq!(by, "lead@example.com");
-    let _ = stop.send(());
-    task.await??;
+    live.stop().await?;
     Ok(())
 }

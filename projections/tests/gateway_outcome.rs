@@ -5,10 +5,7 @@
 
 mod support;
 
-use std::time::Duration;
-
 use anyhow::Result;
-use callstream_projections::View;
 use callstream_schemas::{AnyEvent, CallEventSource, CallOutcome, ScheduleEventKind};
 use chrono::Utc;
 use support::events::{call_event, call_launch, launch_command, plan, schedule};
@@ -19,10 +16,7 @@ use uuid::Uuid;
 async fn gateway_events_with_raw_twilio_statuses_complete_launches_and_jobs() -> Result<()> {
     let db = TestDb::new().await?;
     let topics = topics().await?;
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let task = tokio::spawn(callstream_projections::run(config(&db, &topics), async {
-        let _ = stopped.await;
-    }));
+    let live = Live::start(&db, &topics);
 
     let (tenant, campaign) = ("tenant-gw", "camp-gw");
     let t0 = Utc::now();
@@ -70,14 +64,7 @@ async fn gateway_events_with_raw_twilio_statuses_complete_launches_and_jobs() ->
     let producer = callstream_e2e::producer()?;
     let mut produced = Produced::new();
     produce_all(&producer, &topics, &events, &mut produced).await?;
-    wait_caught_up(
-        &db.pool,
-        &topics,
-        View::ALL,
-        &produced,
-        Duration::from_secs(60),
-    )
-    .await?;
+    caught_up(&db, &topics, &produced).await?;
 
     let (_, done_job, done_launch) = &launches[0];
     let launch: (Option<String>, Option<String>) = sqlx::query_as(
@@ -129,7 +116,6 @@ async fn gateway_events_with_raw_twilio_statuses_complete_launches_and_jobs() ->
         ]
     );
 
-    let _ = stop.send(());
-    task.await??;
+    live.stop().await?;
     Ok(())
 }

@@ -6,10 +6,7 @@
 
 mod support;
 
-use std::time::Duration;
-
 use anyhow::Result;
-use callstream_projections::View;
 use callstream_schemas::{
     AnyEvent, ContactJob, ContactState, JobOrigin, JobState, ScheduleEventKind, WorkflowState,
 };
@@ -74,10 +71,7 @@ fn state_with_held_job(
 async fn a_job_held_at_its_slot_shows_held_with_its_reason() -> Result<()> {
     let db = TestDb::new().await?;
     let topics = topics().await?;
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let task = tokio::spawn(callstream_projections::run(config(&db, &topics), async {
-        let _ = stopped.await;
-    }));
+    let live = Live::start(&db, &topics);
     let (tenant, contact, campaign) = ("tenant-held", "held-1", "camp-held");
     let t0 = Utc::now();
     let job = Uuid::new_v4();
@@ -99,14 +93,7 @@ async fn a_job_held_at_its_slot_shows_held_with_its_reason() -> Result<()> {
         held.clone().into(),
     ];
     produce_all(&producer, &topics, &first, &mut produced).await?;
-    wait_caught_up(
-        &db.pool,
-        &topics,
-        View::ALL,
-        &produced,
-        Duration::from_secs(60),
-    )
-    .await?;
+    caught_up(&db, &topics, &produced).await?;
     let row: (String, Option<String>, Option<String>) = sqlx::query_as(
         "SELECT state, reason, reason_detail FROM jobs WHERE tenant_id = $1 AND job_id = $2",
     )
@@ -145,14 +132,7 @@ async fn a_job_held_at_its_slot_shows_held_with_its_reason() -> Result<()> {
     cancel.event_id = Uuid::new_v4();
     let second: Vec<AnyEvent> = vec![cancel.into(), held.into()];
     produce_all(&producer, &topics, &second, &mut produced).await?;
-    wait_caught_up(
-        &db.pool,
-        &topics,
-        View::ALL,
-        &produced,
-        Duration::from_secs(60),
-    )
-    .await?;
+    caught_up(&db, &topics, &produced).await?;
     let state: String =
         sqlx::query_scalar("SELECT state FROM jobs WHERE tenant_id = $1 AND job_id = $2")
             .bind(tenant)
@@ -176,7 +156,6 @@ async fn a_job_held_at_its_slot_shows_held_with_its_reason() -> Result<()> {
             Some("campaign_paused".to_string())
         )]
     );
-    let _ = stop.send(());
-    task.await??;
+    live.stop().await?;
     Ok(())
 }

@@ -236,3 +236,38 @@ pub async fn count(pool: &PgPool, table: &str, condition: &str) -> Result<i64> {
 pub fn bytes_of<E: Event>(event: &E) -> Vec<u8> {
     event.encode().unwrap_or_default()
 }
+
+/// The live projections of a test, on its own database and topics, until [`Live::stop`].
+pub struct Live {
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<Result<(), callstream_projections::error::ProjectionError>>,
+}
+
+impl Live {
+    pub fn start(db: &TestDb, topics: &Topics) -> Self {
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(callstream_projections::run(config(db, topics), async {
+            let _ = stopped.await;
+        }));
+        Self { stop, task }
+    }
+
+    /// Stops them; an error of theirs fails the test.
+    pub async fn stop(self) -> Result<()> {
+        let _ = self.stop.send(());
+        self.task.await??;
+        Ok(())
+    }
+}
+
+/// Waits (at most a minute) until every view has applied everything `produced` names.
+pub async fn caught_up(db: &TestDb, topics: &Topics, produced: &Produced) -> Result<()> {
+    wait_caught_up(
+        &db.pool,
+        topics,
+        View::ALL,
+        produced,
+        std::time::Duration::from_secs(60),
+    )
+    .await
+}
