@@ -29,6 +29,29 @@ pub struct TopicSpec {
     pub min_insync_replicas: i32,
 }
 
+/// The headers the runtime gives a record it parks on the dead-letter topic (beside the
+/// failed record's own, which it keeps): what its readers may rely on.
+pub mod dead_letter {
+    /// Every one of them starts so; the failed record's own headers do not.
+    pub const DLQ_PREFIX: &str = "dlq-";
+    /// Why a record was dead-lettered.
+    pub const DLQ_REASON: &str = "dlq-reason";
+    /// Where a dead-lettered record came from: `topic/partition/offset`.
+    pub const DLQ_SOURCE: &str = "dlq-source";
+    /// Which processor dead-lettered it.
+    pub const DLQ_APP: &str = "dlq-app";
+    /// What the processor failed on: `record`, `timer` or `effect`.
+    pub const DLQ_KIND: &str = "dlq-kind";
+    /// A failed timer's name.
+    pub const DLQ_TIMER_NAME: &str = "dlq-timer-name";
+    /// A failed timer's domain: `wall-clock`, `event-time` or `either`.
+    pub const DLQ_TIMER_DOMAIN: &str = "dlq-timer-domain";
+    /// When a failed timer was due, in ms since the epoch (decimal).
+    pub const DLQ_TIMER_DUE_MS: &str = "dlq-timer-due-ms";
+    /// A failed effect result's operation id.
+    pub const DLQ_EFFECT_ID: &str = "dlq-effect-id";
+}
+
 /// Dead letters are kept for 30 days: long enough for someone to look.
 pub const DEAD_LETTER_RETENTION_MS: i64 = 30 * 24 * 60 * 60 * 1000;
 

@@ -158,12 +158,13 @@ pub async fn park_dead_letter(
     (app, kind, source, reason): (&str, &str, &str, &str),
     extra: &[(&str, &str)],
 ) -> Result<(i32, i64)> {
+    use callstream_platform::topics::dead_letter::{DLQ_APP, DLQ_KIND, DLQ_REASON, DLQ_SOURCE};
     use rdkafka::message::{Header, OwnedHeaders};
     let headers = [
-        ("dlq-reason", reason),
-        ("dlq-source", source),
-        ("dlq-app", app),
-        ("dlq-kind", kind),
+        (DLQ_REASON, reason),
+        (DLQ_SOURCE, source),
+        (DLQ_APP, app),
+        (DLQ_KIND, kind),
     ]
     .iter()
     .chain(extra)

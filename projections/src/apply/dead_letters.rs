@@ -8,6 +8,9 @@
 //! `dead_letter_replays`, the latest per letter winning, so the two topics may be read in
 //! any order.
 
+use callstream_platform::topics::dead_letter::{
+    DLQ_APP, DLQ_KIND, DLQ_PREFIX, DLQ_REASON, DLQ_SOURCE,
+};
 use callstream_schemas::{AnyEvent, AUDIT_DEAD_LETTER_REPLAY};
 use serde_json::{Map, Value};
 use sqlx::PgConnection;
@@ -17,12 +20,6 @@ use super::fold::{col, insert_unnest, Fold, Merge};
 use super::Located;
 use crate::store::Decoded;
 use crate::view::Tables;
-
-/// Header names the runtime gives a dead letter (see `callstream_runtime` `header`).
-const REASON: &str = "dlq-reason";
-const SOURCE: &str = "dlq-source";
-const APP: &str = "dlq-app";
-const KIND: &str = "dlq-kind";
 
 /// Text as Postgres takes it: valid UTF-8 (lossy) without NUL.
 fn text(bytes: &[u8]) -> String {
@@ -60,7 +57,7 @@ fn letter_row(d: &Decoded) -> Option<LetterRow> {
     let kept: Map<String, Value> = parts
         .headers
         .iter()
-        .filter(|(n, _)| !n.starts_with("dlq-"))
+        .filter(|(n, _)| !n.starts_with(DLQ_PREFIX))
         .map(|(n, v)| (text(n.as_bytes()), Value::String(text(v))))
         .collect();
     let (tenant_id, event_type, event_id, contact_id) = match &d.event {
@@ -93,10 +90,10 @@ fn letter_row(d: &Decoded) -> Option<LetterRow> {
             .timestamp_ms
             .and_then(chrono::DateTime::from_timestamp_millis)
             .unwrap_or_default(),
-        app: header(APP),
-        kind: header(KIND),
-        source: header(SOURCE),
-        reason: header(REASON),
+        app: header(DLQ_APP),
+        kind: header(DLQ_KIND),
+        source: header(DLQ_SOURCE),
+        reason: header(DLQ_REASON),
         event_type,
         event_id,
         contact_id,

@@ -12,22 +12,12 @@ pub mod header {
     pub const CORRELATION_ID: &str = "correlation-id";
     /// W3C trace context.
     pub const TRACEPARENT: &str = "traceparent";
-    /// Why a record was dead-lettered.
-    pub const DLQ_REASON: &str = "dlq-reason";
-    /// Where a dead-lettered record came from: `topic/partition/offset`.
-    pub const DLQ_SOURCE: &str = "dlq-source";
-    /// Which processor dead-lettered it.
-    pub const DLQ_APP: &str = "dlq-app";
-    /// What the processor failed on: `record`, `timer` or `effect`.
-    pub const DLQ_KIND: &str = "dlq-kind";
-    /// A failed timer's name.
-    pub const DLQ_TIMER_NAME: &str = "dlq-timer-name";
-    /// A failed timer's domain: `wall-clock`, `event-time` or `either`.
-    pub const DLQ_TIMER_DOMAIN: &str = "dlq-timer-domain";
-    /// When a failed timer was due, in ms since the epoch (decimal).
-    pub const DLQ_TIMER_DUE_MS: &str = "dlq-timer-due-ms";
-    /// A failed effect result's operation id.
-    pub const DLQ_EFFECT_ID: &str = "dlq-effect-id";
+    // A dead letter's headers: a contract with whoever reads the dead-letter topic (the
+    // projections' dead-letters view), so they are defined beside the topic.
+    pub use callstream_platform::topics::dead_letter::{
+        DLQ_APP, DLQ_EFFECT_ID, DLQ_KIND, DLQ_REASON, DLQ_SOURCE, DLQ_TIMER_DOMAIN,
+        DLQ_TIMER_DUE_MS, DLQ_TIMER_NAME,
+    };
 }
 
 /// Record headers, in order; names may repeat, as in Kafka.
