@@ -128,27 +128,22 @@ pub async fn apply_batch(
     let mut spent = Vec::with_capacity(views.len());
     for (view, key) in views.iter().zip(&keys) {
         let started = Instant::now();
-        let (records, moved) = new_records(*view, key, &stored, batch);
+        let (records, letters, moved) = new_records(*view, key, &stored, batch);
         for ((topic, partition), (offset, count)) in moved {
             let coordinates = (key.clone(), topic.to_string(), partition);
             next.insert(coordinates.clone(), offset);
             taken.insert(coordinates, count);
         }
-        if *view == View::DeadLetters {
-            // Every letter, decodable or not, and the replays among the events; one
-            // statement each, in either mode (text is cleaned of what Postgres refuses).
-            let letters: Vec<&Decoded> = batch_letters(view, key, &stored, batch);
-            apply::dead_letters(tx, tables, &letters, &records).await?;
-            spent.push(format!("{view}={}", started.elapsed().as_millis()));
-            continue;
-        }
         match mode {
-            Mode::Fast => apply::apply(tx, *view, tables, &records).await?,
+            Mode::Fast => apply::apply(tx, *view, tables, &records, &letters).await?,
             Mode::Careful => {
+                // The letters in one statement (their text is cleaned of what Postgres
+                // refuses), then each event in its own savepoint.
+                apply::apply(tx, *view, tables, &[], &letters).await?;
                 for record in &records {
                     let mut savepoint = sqlx::Connection::begin(&mut **tx).await?;
                     let one = std::slice::from_ref(record);
-                    match apply::apply(&mut savepoint, *view, tables, one).await {
+                    match apply::apply(&mut savepoint, *view, tables, one, &[]).await {
                         Ok(()) => savepoint.commit().await?,
                         Err(e) if crate::error::is_transient(&e) => return Err(e),
                         Err(error) => {
@@ -173,15 +168,17 @@ pub async fn apply_batch(
 /// `(physical topic, partition)` -> `(next offset, records taken)` of one view in a batch.
 type Moved<'a> = HashMap<(&'a str, i32), (i64, i64)>;
 
-/// The records of a batch that a view reads and has not applied yet (in batch order,
-/// events only), and where each of its partitions moves to.
+/// The records of a batch that a view reads and has not applied yet (in batch order): its
+/// events, the dead letters among them (only the dead-letters view reads their topic), and
+/// where each of its partitions moves to.
 fn new_records<'a>(
     view: View,
     key: &str,
     stored: &Offsets,
     batch: &'a [Decoded],
-) -> (Vec<Located<'a>>, Moved<'a>) {
+) -> (Vec<Located<'a>>, Vec<&'a Decoded>, Moved<'a>) {
     let mut records = Vec::new();
+    let mut letters = Vec::new();
     let mut moved: Moved<'a> = HashMap::new();
     // The stored offset of each partition, looked up once per partition, not per record.
     let mut from: HashMap<(&'a str, i32), i64> = HashMap::new();
@@ -203,6 +200,9 @@ fn new_records<'a>(
             continue; // the view already has it
         }
         *count += 1;
+        if raw.letter.is_some() {
+            letters.push(record);
+        }
         if let Some(event) = &record.event {
             records.push(Located {
                 topic: &raw.topic,
@@ -212,27 +212,7 @@ fn new_records<'a>(
             });
         }
     }
-    (records, moved)
-}
-
-/// The dead letters of a batch the view has not applied yet.
-fn batch_letters<'a>(
-    view: &View,
-    key: &str,
-    stored: &Offsets,
-    batch: &'a [Decoded],
-) -> Vec<&'a Decoded> {
-    batch
-        .iter()
-        .filter(|d| d.raw.letter.is_some() && view.topics().contains(&d.logical))
-        .filter(|d| {
-            let from = stored
-                .get(&(key.to_owned(), d.raw.topic.to_string(), d.raw.partition))
-                .copied()
-                .unwrap_or(0);
-            d.raw.offset >= from
-        })
-        .collect()
+    (records, letters, moved)
 }
 
 /// Writes the offsets that moved, and adds the records taken to each partition's count.

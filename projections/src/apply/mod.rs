@@ -29,9 +29,8 @@ mod simple;
 use callstream_schemas::AnyEvent;
 use sqlx::PgConnection;
 
+use crate::store::Decoded;
 use crate::view::{Tables, View};
-
-pub(crate) use dead_letters::apply as dead_letters;
 
 /// One record as the projection saw it.
 #[derive(Debug, Clone, Copy)]
@@ -43,14 +42,16 @@ pub struct Located<'a> {
     pub event: &'a AnyEvent,
 }
 
-/// Applies a batch of records (in the order they were read) to one view.
+/// Applies a batch of records (in the order they were read) to one view: its events, and
+/// for the dead-letters view the letters themselves (whatever their bytes).
 pub async fn apply(
     conn: &mut PgConnection,
     view: View,
     tables: Tables,
     records: &[Located<'_>],
+    letters: &[&Decoded],
 ) -> Result<(), sqlx::Error> {
-    if records.is_empty() {
+    if records.is_empty() && letters.is_empty() {
         return Ok(());
     }
     match view {
@@ -62,7 +63,6 @@ pub async fn apply(
         View::Timeline => ops::timeline(conn, tables, records).await,
         View::Control => simple::control(conn, tables, records).await,
         View::Commands => commands::apply(conn, tables, records).await,
-        // Applied apart, with the raw letters (see `store::apply_batch`).
-        View::DeadLetters => dead_letters::apply(conn, tables, &[], records).await,
+        View::DeadLetters => dead_letters::apply(conn, tables, letters, records).await,
     }
 }
