@@ -13,7 +13,9 @@ use axum::http::StatusCode;
 use axum::Json;
 use callstream_domain::input::MAX_REASON_CHARS;
 use callstream_platform::topics;
-use callstream_schemas::{Actor, AnyEvent, ContactCommand, ContactCommandKind};
+use callstream_schemas::{
+    Actor, AnyEvent, AuditEvent, AuditResult, ContactCommand, ContactCommandKind,
+};
 use serde::Deserialize;
 use utoipa::ToSchema;
 use uuid::Uuid;
@@ -184,6 +186,36 @@ pub(crate) fn contact_command(
         requested_at: None,
         contact: None,
         reason: None,
+    }
+}
+
+/// The audit event of an operator's action that no processor judges (an assignment, a
+/// replay): applied as it is made, so the event is its own outcome, and its id is the
+/// command's.
+pub(crate) fn applied_audit(
+    principal: &Principal,
+    action: &str,
+    (subject_type, subject_id): (&str, String),
+    contact_id: Option<String>,
+    reason: Option<String>,
+    detail: Option<String>,
+) -> AuditEvent {
+    let id = Uuid::new_v4();
+    AuditEvent {
+        event_id: id,
+        tenant_id: principal.tenant_id.clone(),
+        occurred_at: callstream_platform::clock::now_utc(),
+        causation_id: None,
+        correlation_id: Some(id),
+        actor: Actor::operator(principal.subject.clone()),
+        action: action.into(),
+        subject_type: subject_type.into(),
+        subject_id,
+        contact_id,
+        command_id: Some(id),
+        result: AuditResult::Applied,
+        reason,
+        detail,
     }
 }
 

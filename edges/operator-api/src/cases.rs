@@ -11,7 +11,9 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use crate::actions::{contact_command, reason_of, send, send_contact_command, Answer, ReasonBody};
+use crate::actions::{
+    applied_audit, contact_command, reason_of, send, send_contact_command, Answer, ReasonBody,
+};
 use crate::app::AppState;
 use crate::auth::{Principal, Role};
 use crate::error::{ApiError, ErrorBody};
@@ -220,23 +222,14 @@ pub async fn assign_exception(
             "the exception is {status}; only an open one can be assigned"
         )));
     }
-    let id = Uuid::new_v4();
-    let event = callstream_schemas::AuditEvent {
-        event_id: id,
-        tenant_id: principal.tenant_id.clone(),
-        occurred_at: callstream_platform::clock::now_utc(),
-        causation_id: None,
-        correlation_id: Some(id),
-        actor: callstream_schemas::Actor::operator(principal.subject.clone()),
-        action: callstream_schemas::AUDIT_EXCEPTION_ASSIGN.into(),
-        subject_type: "exception".into(),
-        subject_id: exception_id.to_string(),
-        contact_id: Some(contact_id.clone()),
-        command_id: Some(id),
-        result: callstream_schemas::AuditResult::Applied,
+    let event = applied_audit(
+        &principal,
+        callstream_schemas::AUDIT_EXCEPTION_ASSIGN,
+        ("exception", exception_id.to_string()),
+        Some(contact_id.clone()),
         reason,
-        detail: assignee,
-    };
+        assignee,
+    );
     send(
         &state,
         &principal,

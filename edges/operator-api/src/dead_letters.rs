@@ -5,11 +5,11 @@
 //! topic of this deployment, and only by an operator of the letter's tenant.
 
 use axum::extract::State;
-use callstream_schemas::{Actor, AuditEvent, AuditResult, AUDIT_DEAD_LETTER_REPLAY};
+use callstream_schemas::AUDIT_DEAD_LETTER_REPLAY;
 use rdkafka::message::{Header, OwnedHeaders};
 use uuid::Uuid;
 
-use crate::actions::{accepted, reason_of, Answer, ReasonBody};
+use crate::actions::{accepted, applied_audit, reason_of, Answer, ReasonBody};
 use crate::app::AppState;
 use crate::auth::{Principal, Role};
 use crate::error::{ApiError, ErrorBody};
@@ -72,7 +72,6 @@ pub async fn replay(
     })?;
     // Taken before sending: refused for the cap, nothing was sent.
     let _slot = state.limits().wait_slot(wait)?;
-    let id = Uuid::new_v4();
     let mut record_headers = OwnedHeaders::new();
     if let Some(kept) = headers.as_object() {
         for (name, value) in kept {
@@ -87,22 +86,15 @@ pub async fn replay(
         key: REPLAYED_FROM,
         value: Some(letter.as_bytes()),
     });
-    let audit = AuditEvent {
-        event_id: id,
-        tenant_id: principal.tenant_id.clone(),
-        occurred_at: callstream_platform::clock::now_utc(),
-        causation_id: None,
-        correlation_id: Some(id),
-        actor: Actor::operator(principal.subject.clone()),
-        action: AUDIT_DEAD_LETTER_REPLAY.into(),
-        subject_type: "dead_letter".into(),
-        subject_id: letter,
-        contact_id: contact_id.clone(),
-        command_id: Some(id),
-        result: AuditResult::Applied,
+    let audit = applied_audit(
+        &principal,
+        AUDIT_DEAD_LETTER_REPLAY,
+        ("dead_letter", letter),
+        contact_id.clone(),
         reason,
-        detail: Some(format!("sent again to {topic}")),
-    };
+        Some(format!("sent again to {topic}")),
+    );
+    let id = audit.event_id;
     let audit_topic = state
         .config()
         .topics

@@ -1,7 +1,8 @@
 //! Commands onto Kafka: one idempotent producer (`acks=all`, `murmur2_random`), and a
-//! send that resolves only on the broker's acknowledgement or a bounded deadline. Control
-//! changes go through a transactional producer instead, onto `control` and its history in
-//! one transaction (see [`Publisher::send_control`]).
+//! send that resolves only on the broker's acknowledgement or a bounded deadline. Records
+//! that must go together (a control change and its history, a replayed dead letter and its
+//! audit event) go through a transactional producer instead, in one transaction (see
+//! [`Publisher::send_together`]).
 //!
 //! Guarantees: an action answers 202 only for a command the broker has; on any failure it
 //! answers 503 and nothing is promised (a command the broker took after the deadline is
@@ -51,7 +52,7 @@ pub struct Publisher {
     /// For records that go together (a control change and its history, a replay and its
     /// audit): made at the first such action (rare), and made again after a failed
     /// transaction, whose producer may be unusable.
-    control: Arc<Mutex<Option<TransactionalProducer>>>,
+    transactional: Arc<Mutex<Option<TransactionalProducer>>>,
 }
 
 impl Publisher {
@@ -68,7 +69,7 @@ impl Publisher {
             producer,
             timeout,
             settings: settings.clone(),
-            control: Arc::new(Mutex::new(None)),
+            transactional: Arc::new(Mutex::new(None)),
         })
     }
 
@@ -101,7 +102,11 @@ impl Publisher {
     /// Sends `records` in one transaction: all of them, or none (503). One transaction at
     /// a time (the producer is behind a lock); these are rare admin and operator actions.
     pub async fn send_together(&self, records: Vec<Prepared>, id: Uuid) -> Result<(), ApiError> {
-        let (settings, slot, timeout) = (self.settings.clone(), self.control.clone(), self.timeout);
+        let (settings, slot, timeout) = (
+            self.settings.clone(),
+            self.transactional.clone(),
+            self.timeout,
+        );
         let sent = tokio::task::spawn_blocking(move || -> Result<(), KafkaError> {
             let mut slot = slot.lock().unwrap_or_else(|p| p.into_inner());
             if slot.is_none() {

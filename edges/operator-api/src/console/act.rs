@@ -70,16 +70,22 @@ impl ActionForm {
 
 type Outcome = Result<(axum::http::StatusCode, Json<Accepted>), ApiError>;
 
-/// The outcome of an action as the live region shows it.
-fn render(what: &str, outcome: Outcome) -> Response {
-    let refresh = (
+/// `response`, asking the page's list to refresh (htmx's `HX-Trigger`: the list reloads
+/// on `refresh`).
+fn refreshing(mut response: Response) -> Response {
+    response.headers_mut().insert(
         HeaderName::from_static("hx-trigger"),
         HeaderValue::from_static("refresh"),
     );
+    response
+}
+
+/// The outcome of an action as the live region shows it.
+fn render(what: &str, outcome: Outcome) -> Response {
     match outcome {
         Ok((_, Json(a))) => {
             let body = status_markup(what, a.command_id, &a.status, a.reason.as_deref());
-            ([refresh], axum::response::Html(body.into_string())).into_response()
+            refreshing(axum::response::Html(body.into_string()).into_response())
         }
         Err(e) => ConsoleError(e).into_response(),
     }
@@ -133,17 +139,16 @@ pub async fn command(
     let Json(CommandStatus { status, reason, .. }) =
         actions::get_command(State(state), p, Path(command_id), wait()).await?;
     let what = q.what.unwrap_or_else(|| "Command".into());
-    let mut response = axum::response::Html(
+    let response = axum::response::Html(
         status_markup(&what, command_id, &status, reason.as_deref()).into_string(),
     )
     .into_response();
-    if status != "pending" {
-        response.headers_mut().insert(
-            HeaderName::from_static("hx-trigger"),
-            HeaderValue::from_static("refresh"),
-        );
-    }
-    Ok(response)
+    // Once the outcome is known, the list shows its effect.
+    Ok(if status == "pending" {
+        response
+    } else {
+        refreshing(response)
+    })
 }
 
 /// Recover now, or advance as no-answer or voicemail, a launch whose completion is missing.
@@ -318,15 +323,11 @@ async fn retry_at(
                 ..Default::default()
             };
             let Json(page) = reads::list_jobs(State(state.clone()), p.clone(), Query(q)).await?;
-            page.items
-                .iter()
-                .rev()
-                .find_map(|j| j.time_zone.clone())
-                .ok_or_else(|| {
-                    ApiError::Unprocessable(
-                        "the lead's time zone is not known yet: use retry now".into(),
-                    )
-                })?
+            super::pages::lead_zone(&page.items).ok_or_else(|| {
+                ApiError::Unprocessable(
+                    "the lead's time zone is not known yet: use retry now".into(),
+                )
+            })?
         }
     };
     let tz: Tz = zone

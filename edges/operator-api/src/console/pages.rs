@@ -520,7 +520,7 @@ pub async fn contact(
     )
     .await?;
     let controls = control_changes_during(&state, &p, &timeline).await?;
-    let lead_zone = jobs.items.iter().rev().find_map(|j| j.time_zone.clone());
+    let lead_zone = lead_zone(&jobs.items);
     let acts = p.role >= Role::Operator;
     let base = format!("/console/f/act/contacts/{contact_id}");
     let latest_job = jobs.items.last().map(|j| j.job_id);
@@ -563,6 +563,12 @@ pub async fn contact(
             @for (_, entry) in &entries { (entry) }
         }
     })
+}
+
+/// The lead's zone: that of the contact's latest planned job that has one (`jobs` in planned
+/// order, as `GET /v1/jobs` answers).
+pub(super) fn lead_zone(jobs: &[Job]) -> Option<String> {
+    jobs.iter().rev().find_map(|j| j.time_zone.clone())
 }
 
 fn timeline_entry(e: &TimelineEntry, zone: Zone) -> Markup {
