@@ -83,9 +83,15 @@ impl TopicNames {
 
     /// The interned physical name.
     pub fn physical(&self, physical: &str) -> Option<Arc<str>> {
+        self.resolve(physical).map(|(name, _)| name)
+    }
+
+    /// The interned physical name and its logical topic, in one lookup (for every record
+    /// read).
+    pub fn resolve(&self, physical: &str) -> Option<(Arc<str>, &'static str)> {
         self.by_physical
             .get_key_value(physical)
-            .map(|(k, _)| k.clone())
+            .map(|(k, logical)| (k.clone(), *logical))
     }
 
     /// Every physical name.
@@ -217,12 +223,11 @@ impl Source {
             match tokio::time::timeout(left, self.consumer.recv()).await {
                 Err(_) => break,
                 Ok(Ok(msg)) => {
-                    let Some(topic) = self.names.physical(msg.topic()) else {
+                    let Some((topic, logical)) = self.names.resolve(msg.topic()) else {
                         continue;
                     };
-                    let letter = (self.names.logical(&topic)
-                        == Some(callstream_platform::topics::DEAD_LETTERS))
-                    .then(|| LetterParts::of(&msg));
+                    let letter = (logical == callstream_platform::topics::DEAD_LETTERS)
+                        .then(|| LetterParts::of(&msg));
                     batch.records.push(RawRecord {
                         topic,
                         partition: msg.partition(),
