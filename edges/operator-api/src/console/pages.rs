@@ -588,6 +588,29 @@ fn timeline_entry(e: &TimelineEntry, zone: Zone) -> Markup {
     }
 }
 
+/// The latest `limit` control changes, newest first; none for a viewer (the audit names
+/// who acted: operators and admins only).
+async fn control_history(
+    state: &AppState,
+    p: &Principal,
+    limit: i64,
+) -> Result<Option<Vec<crate::model::AuditEntry>>, ConsoleError> {
+    if p.role < Role::Operator {
+        return Ok(None);
+    }
+    let Json(page) = reads::audit(
+        State(state.clone()),
+        p.clone(),
+        Query(AuditQuery {
+            subject_type: Some("control".into()),
+            limit: Some(limit),
+            ..AuditQuery::default()
+        }),
+    )
+    .await?;
+    Ok(Some(page.items))
+}
+
 /// Control changes of the contact's tenant while its timeline ran (the pauses and switches
 /// that may have held or changed its calls).
 async fn control_changes_during(
@@ -598,23 +621,11 @@ async fn control_changes_during(
     let (Some(first), Some(last)) = (timeline.items.first(), timeline.items.last()) else {
         return Ok(Vec::new());
     };
-    if p.role < Role::Operator {
-        // The audit names who acted: operators and admins only.
+    let Some(history) = control_history(state, p, 500).await? else {
         return Ok(Vec::new());
-    }
-    let Json(page) = reads::audit(
-        State(state.clone()),
-        p.clone(),
-        Query(AuditQuery {
-            subject_type: Some("control".into()),
-            limit: Some(500),
-            ..AuditQuery::default()
-        }),
-    )
-    .await?;
+    };
     let until = last.occurred_at.max(now());
-    Ok(page
-        .items
+    Ok(history
         .into_iter()
         .filter(|c| c.occurred_at >= first.occurred_at && c.occurred_at <= until)
         .collect())
@@ -628,21 +639,7 @@ pub async fn controls(
     zone: Zone,
 ) -> Fragment {
     let Json(settings) = reads::control(State(state.clone()), p.clone()).await?;
-    let history = if p.role >= Role::Operator {
-        let Json(page) = reads::audit(
-            State(state),
-            p.clone(),
-            Query(AuditQuery {
-                subject_type: Some("control".into()),
-                limit: Some(PAGE_SIZE),
-                ..AuditQuery::default()
-            }),
-        )
-        .await?;
-        Some(page.items)
-    } else {
-        None
-    };
+    let history = control_history(&state, &p, PAGE_SIZE).await?;
     let admin = p.role >= Role::Admin;
     let switch = |setting: &str, campaign: Option<&str>| -> bool {
         settings
