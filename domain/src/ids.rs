@@ -160,6 +160,16 @@ pub mod recovery {
         derive_framed(&GATEWAY, &["recovery-audit", &launch, action, &command])
     }
 
+    /// The audit of lookup number `fetch` of a launch's case (numbered for the whole case,
+    /// across an operator's restarts, so each lookup has its own).
+    pub fn lookup_audit(launch_id: &Uuid, fetch: u32) -> Uuid {
+        let launch = launch_id.to_string();
+        derive_framed(
+            &GATEWAY,
+            &["recovery-lookup-audit", &launch, &fetch.to_string()],
+        )
+    }
+
     /// The audit of a command that found nothing to act on.
     pub fn rejected_command_audit(command_id: &Uuid) -> Uuid {
         derive_framed(

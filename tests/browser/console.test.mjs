@@ -96,6 +96,8 @@ test("an operator logs in, sees the delivery card, recovers a missing completion
   await open(page, "/console/missing");
   const row = page.locator(`#launch-${MISSING}`);
   await row.waitFor({ timeout: OUTCOME });
+  await page.getByRole("columnheader", { name: "Recovery attempts" }).waitFor();
+  assert.match(await row.locator("td.attempts").innerText(), /^\d+/, "the case's recovery attempts");
   await shot(page, "missing");
   await row.getByRole("button", { name: "Recover now" }).click();
   await applied(page, "recover");

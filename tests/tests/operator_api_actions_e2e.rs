@@ -98,11 +98,24 @@ async fn each_operator_action_takes_effect_end_to_end() -> Result<()> {
     })
     .await?;
     // Every launch's completion goes missing after the one-second window, and recovery's
-    // lookup finds each call still ringing: four open cases.
-    eventually("four missing completions", SOON, || async {
-        let missing = s.get("/v1/launches/missing").await?;
-        Ok((missing["items"].as_array().map_or(0, Vec::len) == 4).then_some(()))
-    })
+    // lookup finds each call still ringing: four open cases, each showing its lookups (the
+    // console's recovery attempts) and what the latest found.
+    eventually(
+        "four missing completions with their lookups",
+        SOON,
+        || async {
+            let missing = s.get("/v1/launches/missing").await?;
+            let items = missing["items"].as_array().cloned().unwrap_or_default();
+            let looked = items.iter().all(|m| {
+                m["recovery_attempts"].as_i64() >= Some(1)
+                    && m["last_lookup"]
+                        .as_str()
+                        .is_some_and(|l| l.starts_with("lookup ") && l.contains("the call is"))
+                    && m["last_lookup_at"].is_string()
+            });
+            Ok((items.len() == 4 && looked).then_some(()))
+        },
+    )
     .await?;
     eventually("the first call over", SOON, || async {
         Ok((s.call_status(&sids[0]).await? == "completed").then_some(()))

@@ -160,6 +160,12 @@ pub struct MissingLaunch {
     pub accepted_at: Option<DateTime<Utc>>,
     pub deadline_at: Option<DateTime<Utc>>,
     pub missing_at: DateTime<Utc>,
+    /// Lookups recovery has made for this case that left it open (its `recovery.lookup`
+    /// audits): the call still in progress, or the lookup failed.
+    pub recovery_attempts: i64,
+    /// What the latest of those lookups found, and when.
+    pub last_lookup: Option<String>,
+    pub last_lookup_at: Option<DateTime<Utc>>,
 }
 
 pub const MISSING_COLUMNS: &str = "launch_id, job_id, contact_id, campaign_id, provider, \

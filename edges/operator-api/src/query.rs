@@ -195,3 +195,21 @@ pub struct PageQuery {
     #[param(pattern = "^[0-9]{1,16}_[0-9a-f]{32}$")]
     pub cursor: Option<String>,
 }
+
+#[cfg(test)]
+mod tests {
+    /// The reads state these predicates as literals so that the planner can use the partial
+    /// indexes the migrations define with them; the two must stay word for word the same.
+    #[test]
+    fn the_partial_indexes_are_defined_with_the_predicates_the_reads_state() {
+        let active = include_str!("../../../migrations/20250101000006_jobs_active.sql");
+        let predicate = super::ACTIVE_JOBS_PREDICATE.trim_start_matches(" AND ");
+        assert!(active.contains(&format!("WHERE {predicate}")), "{active}");
+        let lookups = include_str!("../../../migrations/20250101000010_recovery_lookups.sql");
+        let action = callstream_schemas::AUDIT_RECOVERY_LOOKUP;
+        assert!(
+            lookups.contains(&format!("WHERE action = '{action}'")),
+            "{lookups}"
+        );
+    }
+}

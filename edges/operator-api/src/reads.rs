@@ -278,8 +278,12 @@ pub async fn missing_launches(
     principal.require(Role::Viewer)?;
     let limit = limit(q.limit)?;
     let cursor = q.cursor.as_deref().map(Cursor::decode).transpose()?;
+    // The page's cases first, then each one's recovery lookups (by the partial index
+    // `audit_recovery_lookups`), so only the rows shown are counted.
     let mut sql: QueryBuilder<Postgres> = QueryBuilder::new(format!(
-        "SELECT {MISSING_COLUMNS} FROM launches WHERE missing_at IS NOT NULL AND resolution IS NULL AND tenant_id = "
+        "SELECT m.*, coalesce(r.attempts, 0) AS recovery_attempts, r.last_lookup, r.last_lookup_at \
+         FROM (SELECT {MISSING_COLUMNS} FROM launches \
+         WHERE missing_at IS NOT NULL AND resolution IS NULL AND tenant_id = "
     ));
     sql.push_bind(&principal.tenant_id);
     if let Some(c) = cursor {
@@ -290,7 +294,20 @@ pub async fn missing_launches(
             .push(")");
     }
     sql.push(" ORDER BY missing_at, launch_id LIMIT ")
-        .push_bind(limit + 1);
+        .push_bind(limit + 1)
+        .push(
+            ") m LEFT JOIN LATERAL (SELECT count(*) AS attempts, \
+             (array_agg(a.detail ORDER BY a.occurred_at DESC, a.event_id DESC))[1] AS last_lookup, \
+             max(a.occurred_at) AS last_lookup_at FROM audit a WHERE a.tenant_id = ",
+        )
+        .push_bind(&principal.tenant_id)
+        // A literal, not a parameter: a generic plan can only use a partial index whose
+        // predicate the query states.
+        .push(format_args!(
+            " AND a.action = '{}' AND a.subject_id = m.launch_id::text) r ON true \
+             ORDER BY m.missing_at, m.launch_id",
+            callstream_schemas::AUDIT_RECOVERY_LOOKUP
+        ));
     let rows: Vec<MissingLaunch> = sql.build_query_as().fetch_all(state.pool()).await?;
     Ok(Json(page(rows, limit, |m| Cursor {
         at: m.missing_at,

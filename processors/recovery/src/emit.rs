@@ -12,9 +12,9 @@ use callstream_schemas::{
 };
 use uuid::Uuid;
 
-use crate::case::Case;
+use crate::case::{Case, Next};
 use crate::ids;
-use crate::wire::CallRecord;
+use crate::wire::{CallRecord, FetchResult};
 
 /// The actor of recovery's own decisions.
 pub const ACTOR: &str = "recovery";
@@ -206,4 +206,36 @@ pub fn audit(case: &Case, f: AuditFacts<'_>) -> AuditEvent {
         reason: f.reason.map(str::to_string),
         detail: f.detail.map(str::to_string),
     }
+}
+
+/// The audit event of a lookup that left its case open (`next` is a poll, a retry or a
+/// failure), numbered by the case's lookups so that their count is the case's recovery
+/// attempts and the latest says what was found. `None` for a lookup that closes the case:
+/// the closing audit says that.
+pub fn lookup(case: &Case, next: &Next, result: &FetchResult, now_ms: i64) -> Option<AuditEvent> {
+    let reason = match next {
+        Next::Recovered { .. } | Next::AdvanceNoAnswer => return None,
+        Next::Poll { .. } => "in_progress",
+        Next::Retry { .. } => "lookup_failed",
+        Next::Fail { .. } => "gave_up",
+    };
+    let found = match result {
+        FetchResult::Found { record } => format!("the call is {}", record.status),
+        FetchResult::NotFound => "no such call".to_string(),
+        FetchResult::Failed { reason, .. } => format!("failed: {reason}"),
+    };
+    let detail = format!("lookup {}: {found}", case.fetches);
+    let facts = AuditFacts {
+        action: callstream_schemas::AUDIT_RECOVERY_LOOKUP,
+        actor: &case.actor,
+        command_id: case.command_id,
+        result: AuditResult::Applied,
+        reason: Some(reason),
+        detail: Some(&detail),
+        now_ms,
+    };
+    Some(AuditEvent {
+        event_id: ids::lookup_audit(&case.launch_id, case.fetches),
+        ..audit(case, facts)
+    })
 }

@@ -43,7 +43,7 @@ pub fn advance_event(tenant: &str, launch_id: &Uuid, outcome: &str) -> (Uuid, St
     )
 }
 
-pub use ids::recovery::{audit as audit_event, rejected_command_audit};
+pub use ids::recovery::{audit as audit_event, lookup_audit, rejected_command_audit};
 
 #[cfg(test)]
 mod tests {

@@ -286,6 +286,9 @@ impl Processor for Recovery {
         let outcome = FetchResult::decode(&result.payload);
         let now = ctx.wall_clock_ms();
         let next = decide(&mut state.cases[index], &outcome, now, &self.config);
+        if let Some(audit) = emit::lookup(&state.cases[index], &next, &outcome, now) {
+            self.emit(ctx, &self.names.audit, &audit.tenant_id, &audit);
+        }
         self.apply_next(ctx, &contact, &mut state, index, next);
         self.save(ctx, &contact, &mut state)
     }

@@ -9,8 +9,8 @@ use callstream_platform::topics;
 use callstream_recovery::wire::{FetchRequest, FetchResult};
 use callstream_runtime::Input;
 use callstream_schemas::{
-    Actor, ActorKind, AuditResult, CallEvent, CallEventSource, CallOutcome, CompletionResolved,
-    Event, ExceptionEvent, ExceptionStatus, ExceptionType, Resolution,
+    Actor, ActorKind, AuditEvent, AuditResult, CallEvent, CallEventSource, CallOutcome,
+    CompletionResolved, Event, ExceptionEvent, ExceptionStatus, ExceptionType, Resolution,
 };
 use support::*;
 use uuid::Uuid;
@@ -121,14 +121,49 @@ fn failed_lookups_retry_with_growing_jittered_delays_then_raise_an_exception() {
     let exceptions: Vec<ExceptionEvent> = d.outputs(&name(topics::EXCEPTIONS));
     assert_eq!(exceptions.len(), 1);
     assert_eq!(exceptions[0].exception_type, ExceptionType::RecoveryFailed);
+    let lookup = (
+        callstream_schemas::AUDIT_RECOVERY_LOOKUP.to_string(),
+        AuditResult::Applied,
+        ActorKind::System,
+    );
+    let failed = (
+        "recovery.failed".to_string(),
+        AuditResult::Rejected,
+        ActorKind::System,
+    );
     assert_eq!(
         audits(&d),
-        [(
-            "recovery.failed".into(),
-            AuditResult::Rejected,
-            ActorKind::System
-        )]
+        [lookup.clone(), lookup.clone(), lookup, failed],
+        "each lookup is audited (the console counts them), then the give-up"
     );
+    let lookups: Vec<AuditEvent> = d
+        .outputs::<AuditEvent>(&name(topics::AUDIT))
+        .into_iter()
+        .filter(|a| a.action == callstream_schemas::AUDIT_RECOVERY_LOOKUP)
+        .collect();
+    let reasons: Vec<_> = lookups.iter().map(|a| a.reason.as_deref()).collect();
+    assert_eq!(
+        reasons,
+        [
+            Some("lookup_failed"),
+            Some("lookup_failed"),
+            Some("gave_up")
+        ]
+    );
+    assert!(
+        lookups[0]
+            .detail
+            .as_deref()
+            .unwrap()
+            .starts_with("lookup 1: failed: "),
+        "{:?}",
+        lookups[0].detail
+    );
+    let ids: std::collections::HashSet<_> = lookups.iter().map(|a| a.event_id).collect();
+    assert_eq!(ids.len(), 3, "each lookup has its own audit id");
+    assert!(lookups
+        .iter()
+        .all(|a| a.subject_id == launch(1).to_string() && a.subject_type == "launch"));
 }
 
 #[test]
@@ -186,5 +221,13 @@ fn a_late_completion_stops_recovery() {
     assert!(d
         .outputs::<CallEvent>(&name(topics::CALL_EVENTS))
         .is_empty());
-    assert!(audits(&d).is_empty());
+    assert_eq!(
+        audits(&d),
+        [(
+            callstream_schemas::AUDIT_RECOVERY_LOOKUP.to_string(),
+            AuditResult::Applied,
+            ActorKind::System
+        )],
+        "only the look that found the call in progress; the late completion closes nothing here"
+    );
 }

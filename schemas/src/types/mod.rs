@@ -82,7 +82,7 @@ pub use crm::{CrmAction, CrmCommand, CrmResult, CrmResultStatus};
 pub use launch::{CallLaunch, LaunchCommand, LaunchStatus};
 pub use ops::{
     Alert, AlertKind, AlertStatus, AuditEvent, AuditResult, ExceptionEvent, ExceptionStatus,
-    ExceptionType, AUDIT_DEAD_LETTER_REPLAY, AUDIT_EXCEPTION_ASSIGN,
+    ExceptionType, AUDIT_DEAD_LETTER_REPLAY, AUDIT_EXCEPTION_ASSIGN, AUDIT_RECOVERY_LOOKUP,
 };
 pub use schedule::{ScheduleEvent, ScheduleEventKind, ScheduleRequest, ScheduleRequestKind};
 

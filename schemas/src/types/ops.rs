@@ -117,6 +117,12 @@ avro_enum! {
 /// exceptions view keeps the latest per exception.
 pub const AUDIT_EXCEPTION_ASSIGN: &str = "exception.assign";
 
+/// The audit action of a missing completion's lookup that did not close its case (the call
+/// still in progress, the lookup failed, or recovery gave up after it); subject: the launch,
+/// `subject_type` `launch`; reason `in_progress`, `lookup_failed` or `gave_up`; detail: what
+/// the lookup found. One per lookup, so a case's count is its recovery attempts.
+pub const AUDIT_RECOVERY_LOOKUP: &str = "recovery.lookup";
+
 /// The audit action of an operator replaying a dead letter (subject: the letter,
 /// `subject_type` `dead_letter`; detail: where the record was sent again).
 pub const AUDIT_DEAD_LETTER_REPLAY: &str = "dead_letter.replay";

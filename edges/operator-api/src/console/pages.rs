@@ -214,6 +214,7 @@ pub async fn missing(
                 thead { tr {
                     th scope="col" { "Contact" } th scope="col" { "Launch" } th scope="col" { "Provider call" }
                     th scope="col" { "Accepted" } th scope="col" { "Since the window closed" }
+                    th scope="col" { "Recovery attempts" }
                     @if acts { th scope="col" { "Actions" } }
                 } }
                 tbody {
@@ -225,6 +226,13 @@ pub async fn missing(
                             td { code { (m.provider_call_id.as_deref().unwrap_or("—")) } }
                             td { @if let Some(a) = m.accepted_at { (at_both(a, zone.0, None)) } }
                             td { (span(now - m.deadline_at.unwrap_or(m.missing_at))) }
+                            td class="attempts" {
+                                (m.recovery_attempts)
+                                @if let (Some(last), Some(at)) = (&m.last_lookup, m.last_lookup_at) {
+                                    br;
+                                    span class="muted" { (last) ", " (span(now - at)) " ago" }
+                                }
+                            }
                             @if acts {
                                 td class="actions" {
                                     (action(&format!("{base}/recover"), "Recover now", html!{}))
