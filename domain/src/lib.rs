@@ -26,6 +26,9 @@ pub mod ids;
 // Retrying what failed: the dispatchers' delays.
 pub mod backoff;
 
+/// Notification routes' kind patterns and quiet hours.
+pub mod notify;
+
 use chrono::{DateTime, Utc};
 
 /// The instants at which a call to one lead may be placed (its calling

@@ -94,6 +94,10 @@ pub const CONTROL: &str = "control";
 /// Written in the same transaction as `control` by every writer of it.
 pub const CONTROL_HISTORY: &str = "control-history";
 pub const DEAD_LETTERS: &str = "dead-letters";
+/// Notifications decided per channel, keyed by `tenant/channel`: the notifier routes alerts,
+/// exceptions and dead letters here and sends from here (its repartition topic, readable by
+/// anyone who wants the log of what was notified where).
+pub const NOTIFICATIONS: &str = "notifications";
 /// Per-partition counts of closed delivery buckets, re-keyed by tenant (the
 /// completion detector's internal repartition topic).
 pub const DELIVERY_PARTIALS: &str = "delivery-partials";
@@ -124,6 +128,7 @@ pub const ALL: &[(&str, TopicKind)] = &[
     (CONTROL_HISTORY, TopicKind::Events),
     (DEAD_LETTERS, TopicKind::DeadLetters),
     (DELIVERY_PARTIALS, TopicKind::Events),
+    (NOTIFICATIONS, TopicKind::Events),
 ];
 
 /// Physical topic names and the settings to create them with.

@@ -161,6 +161,7 @@ event_types! {
     Alert => "alert",
     AuditEvent => "audit_event",
     ContactState => "contact_state",
+    Notification => "notification",
 }
 
 impl EventKind {

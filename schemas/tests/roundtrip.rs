@@ -62,6 +62,7 @@ fn every_type_round_trips_through_its_typed_api() {
             AnyEvent::Alert(e) => check(e),
             AnyEvent::AuditEvent(e) => check(e),
             AnyEvent::ContactState(e) => check(e),
+            AnyEvent::Notification(e) => check(e),
         }
     }
 }
@@ -143,7 +144,7 @@ proptest! {
         compare!(
             CallEvent, ContactCommand, ScheduleRequest, ScheduleEvent, LaunchCommand,
             CallLaunch, CompletionMissing, CompletionResolved, CrmCommand, CrmResult,
-            ExceptionEvent, ControlChange, Alert, AuditEvent, ContactState
+            ExceptionEvent, ControlChange, Alert, AuditEvent, ContactState, Notification
         );
     }
 }

@@ -202,7 +202,8 @@ impl Tally {
                     *self.requests_refused.entry(reason).or_default() += 1;
                 }
             }
-            AnyEvent::ControlChange(_) => {}
+            // Notifications are counted by their `notification.sent` audits.
+            AnyEvent::ControlChange(_) | AnyEvent::Notification(_) => {}
         }
     }
 

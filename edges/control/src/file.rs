@@ -17,6 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use callstream_schemas::{
     CampaignSettings, CompletionSettings, ControlSetting, ControlValue, GridSettings,
+    NotificationRoutes,
 };
 
 use callstream_kit::control::keys::{SettingKey, ALL_TENANTS};
@@ -76,6 +77,8 @@ pub struct TenantFile {
     /// Settings of campaigns that have none of their own.
     pub campaign_defaults: Option<CampaignSettings>,
     pub campaigns: BTreeMap<String, CampaignFile>,
+    /// Where the tenant's notifications go.
+    pub notifications: Option<NotificationRoutes>,
 }
 
 /// One campaign's settings.
@@ -133,6 +136,15 @@ impl ControlFile {
                 out.insert(
                     key(ControlSetting::CompletionWindow, None),
                     completion_value(completion),
+                );
+            }
+            if let Some(routes) = &t.notifications {
+                out.insert(
+                    key(ControlSetting::NotificationRoutes, None),
+                    ControlValue {
+                        notifications: Some(routes.clone()),
+                        ..ControlValue::default()
+                    },
                 );
             }
             if let Some(defaults) = &t.campaign_defaults {

@@ -118,8 +118,36 @@ pub fn describe(setting: ControlSetting, value: &ControlValue) -> String {
             Some(c) => describe_campaign(c),
             None => "(default)".to_owned(),
         },
+        ControlSetting::NotificationRoutes => match &value.notifications {
+            Some(n) => describe_notifications(n),
+            None => "(default)".to_owned(),
+        },
         ControlSetting::Unknown => "(a setting this version does not know)".to_owned(),
     }
+}
+
+fn describe_notifications(n: &callstream_schemas::NotificationRoutes) -> String {
+    let routes: Vec<String> = n
+        .routes
+        .iter()
+        .map(|r| {
+            let urgent = if r.urgent { " (urgent)" } else { "" };
+            format!("{} -> {}{urgent}", r.kinds.join(","), r.channel)
+        })
+        .collect();
+    let quiet = match &n.quiet_hours {
+        Some(q) => format!("; quiet {}-{} {}", q.start, q.end, q.time_zone),
+        None => String::new(),
+    };
+    format!(
+        "{}; digest {} s{quiet}",
+        if routes.is_empty() {
+            "no routes".to_owned()
+        } else {
+            routes.join("; ")
+        },
+        n.digest_seconds
+    )
 }
 
 fn describe_campaign(c: &CampaignSettings) -> String {

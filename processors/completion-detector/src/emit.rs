@@ -138,5 +138,6 @@ pub fn alert(f: AlertFacts<'_>) -> Alert {
             "{} of {} launches had their completion delivered by the platform",
             f.delivered, f.launches
         )),
+        subject: None,
     }
 }

@@ -12,7 +12,10 @@ pub mod settings;
 pub mod view;
 
 pub use keys::{record_key, SettingKey, ALL_TENANTS};
-pub use settings::{CampaignConfig, CompletionWindow, Origin, SettingError, TenantGrid};
+pub use settings::{
+    CampaignConfig, CompletionWindow, NotificationPolicy, Origin, RouteRule, SettingError,
+    TenantGrid,
+};
 pub use view::{ControlSnapshot, ControlTable, ControlView, Pause};
 
 /// A promise deliberately broken, so a test can show that the soak's invariants catch it.

@@ -15,6 +15,7 @@ avro_enum! {
         ShadowMode => "shadow_mode",
         CrmWrites => "crm_writes",
         CompletionWindow => "completion_window",
+        NotificationRoutes => "notification_routes",
     }
 }
 
@@ -58,6 +59,7 @@ pub struct ControlValue {
     pub campaign: Option<CampaignSettings>,
     pub grid: Option<GridSettings>,
     pub completion: Option<CompletionSettings>,
+    pub notifications: Option<NotificationRoutes>,
 }
 
 /// `io.callstream.events.CampaignSettings`.
@@ -84,4 +86,28 @@ pub struct GridSettings {
 pub struct CompletionSettings {
     pub window_ms: i64,
     pub grace_ms: i64,
+}
+
+/// Where a tenant's notifications go (`io.callstream.events.NotificationRoutes`).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct NotificationRoutes {
+    pub routes: Vec<NotificationRoute>,
+    pub quiet_hours: Option<QuietHours>,
+    pub digest_seconds: i32,
+}
+
+/// `io.callstream.events.NotificationRoute`: these kinds go to this channel.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NotificationRoute {
+    pub kinds: Vec<String>,
+    pub channel: String,
+    pub urgent: bool,
+}
+
+/// `io.callstream.events.QuietHours`: local `HH:MM` to `HH:MM` in `time_zone`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QuietHours {
+    pub time_zone: String,
+    pub start: String,
+    pub end: String,
 }

@@ -76,13 +76,15 @@ pub use completion::{CompletionMissing, CompletionResolved, MissingTrigger, Reso
 pub use contact::{ContactCommand, ContactCommandKind, ContactDetails};
 pub use contact_state::{CampaignAttempts, ContactJob, ContactState, JobState, WorkflowState};
 pub use control::{
-    CampaignSettings, CompletionSettings, ControlChange, ControlSetting, ControlValue, GridSettings,
+    CampaignSettings, CompletionSettings, ControlChange, ControlSetting, ControlValue,
+    GridSettings, NotificationRoute, NotificationRoutes, QuietHours,
 };
 pub use crm::{CrmAction, CrmCommand, CrmResult, CrmResultStatus};
 pub use launch::{CallLaunch, LaunchCommand, LaunchStatus};
 pub use ops::{
     Alert, AlertKind, AlertStatus, AuditEvent, AuditResult, ExceptionEvent, ExceptionStatus,
-    ExceptionType, AUDIT_DEAD_LETTER_REPLAY, AUDIT_EXCEPTION_ASSIGN, AUDIT_RECOVERY_LOOKUP,
+    ExceptionType, Notification, NotificationSeverity, AUDIT_DEAD_LETTER_REPLAY,
+    AUDIT_EXCEPTION_ASSIGN, AUDIT_RECOVERY_LOOKUP,
 };
 pub use schedule::{ScheduleEvent, ScheduleEventKind, ScheduleRequest, ScheduleRequestKind};
 
@@ -119,6 +121,7 @@ pub fn all_enums() -> Vec<(&'static str, Vec<&'static str>)> {
         entry::<AlertKind>(),
         entry::<AlertStatus>(),
         entry::<AuditResult>(),
+        entry::<NotificationSeverity>(),
         entry::<WorkflowState>(),
         entry::<JobState>(),
     ]

@@ -25,6 +25,9 @@ avro_enum! {
         CompletionMissing => "completion_missing",
         RecoveryFailed => "recovery_failed",
         TransitionRejected => "transition_rejected",
+        /// A notification could not be sent for good (the notifier never notifies these,
+        /// so a channel that is down does not notify about itself in a loop).
+        NotificationFailed => "notification_failed",
     }
 }
 
@@ -67,6 +70,14 @@ avro_enum! {
     /// What an alert is about.
     AlertKind = "io.callstream.events.AlertKind" {
         DeliveryRateLow => "delivery_rate_low",
+        /// Missing completions still open over a threshold.
+        MissingBacklog => "missing_backlog",
+        /// Records were dead-lettered.
+        DeadLetters => "dead_letters",
+        /// A processor's consumer lag stayed over a threshold.
+        ConsumerLag => "consumer_lag",
+        /// Failed launches and CRM failures per 10 minutes over a threshold.
+        ErrorRate => "error_rate",
     }
 }
 
@@ -102,6 +113,44 @@ pub struct Alert {
     pub rate: f64,
     pub threshold: f64,
     pub detail: Option<String>,
+    /// What it is about beyond the tenant (the processor whose lag it reports).
+    pub subject: Option<String>,
+}
+
+avro_enum! {
+    /// How much a notification matters.
+    NotificationSeverity = "io.callstream.events.NotificationSeverity" {
+        Info => "info",
+        Warning => "warning",
+        Critical => "critical",
+    }
+}
+
+/// A notification decided for one channel (`io.callstream.events.Notification`, topic
+/// `notifications`, keyed by `tenant/channel`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Notification {
+    #[serde(with = "crate::serde_util::uuid_str")]
+    pub event_id: Uuid,
+    pub tenant_id: String,
+    #[serde(with = "chrono::serde::ts_milliseconds")]
+    pub occurred_at: Timestamp,
+    #[serde(with = "crate::serde_util::opt_uuid_str")]
+    pub causation_id: Option<Uuid>,
+    #[serde(with = "crate::serde_util::opt_uuid_str")]
+    pub correlation_id: Option<Uuid>,
+    /// The delivery ledger's key; sent as webhook-id and Message-ID.
+    #[serde(with = "crate::serde_util::uuid_str")]
+    pub notification_id: Uuid,
+    pub channel: String,
+    pub kind: String,
+    pub digest_key: String,
+    pub severity: NotificationSeverity,
+    pub urgent: bool,
+    pub title: String,
+    pub text: String,
+    pub link: Option<String>,
+    pub subject_id: Option<String>,
 }
 
 avro_enum! {

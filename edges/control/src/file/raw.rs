@@ -39,6 +39,39 @@ pub(super) struct RawTenant {
     pub campaign_defaults: Option<RawCampaignSettings>,
     #[serde(default)]
     pub campaigns: BTreeMap<String, RawCampaign>,
+    pub notifications: Option<RawNotifications>,
+}
+
+/// `[tenants.<id>.notifications]`: routes to the notifier's channels, quiet hours, digest.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawNotifications {
+    #[serde(default)]
+    pub routes: Vec<RawRoute>,
+    pub quiet_hours: Option<RawQuietHours>,
+    #[serde(default = "default_digest_seconds")]
+    pub digest_seconds: i64,
+}
+
+fn default_digest_seconds() -> i64 {
+    300
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawRoute {
+    pub kinds: Vec<String>,
+    pub channel: String,
+    #[serde(default)]
+    pub urgent: bool,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawQuietHours {
+    pub time_zone: String,
+    pub start: String,
+    pub end: String,
 }
 
 #[derive(Debug, Deserialize)]

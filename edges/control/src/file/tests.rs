@@ -48,9 +48,9 @@ fn the_example_file_is_valid_and_sets_what_it_says() {
     let desired = file.desired();
     let key = SettingKey::new("acme", ControlSetting::CampaignPause, Some("enrolment"));
     assert_eq!(desired[&key].enabled, Some(false));
-    // 1 system + acme (3 flags, grid, completion, defaults, 2 campaigns × 2)
+    // 1 system + acme (3 flags, grid, completion, defaults, notifications, 2 campaigns × 2)
     // + globex (3 flags, grid, 1 campaign × 2).
-    assert_eq!(desired.len(), 1 + (3 + 3 + 4) + (3 + 1 + 2));
+    assert_eq!(desired.len(), 1 + (3 + 4 + 4) + (3 + 1 + 2));
 }
 
 #[test]
@@ -166,4 +166,53 @@ fn typos_and_wrong_types_are_syntax_errors_with_a_line() {
             "{text:?} gives no line: {message}"
         );
     }
+}
+
+#[test]
+fn notification_routes_are_read_and_checked_as_the_notifier_reads_them() {
+    let file = ControlFile::parse(EXAMPLE).unwrap();
+    let routes = file.tenants["acme"].notifications.as_ref().unwrap();
+    assert_eq!(routes.routes.len(), 2);
+    assert_eq!(routes.routes[1].channel, "acme-ops-chat");
+    assert!(routes.routes[1].urgent);
+    assert_eq!(routes.digest_seconds, 300);
+    let desired = file.desired();
+    let key = SettingKey::new("acme", ControlSetting::NotificationRoutes, None);
+    assert_eq!(desired[&key].notifications.as_ref(), Some(routes));
+
+    let bad = problems(
+        r#"
+[tenants.acme.notifications]
+digest_seconds = 100000
+quiet_hours = { time_zone = "Mars/Olympus", start = "21:00", end = "07:00" }
+[[tenants.acme.notifications.routes]]
+kinds = ["exc*ption"]
+channel = "a/b"
+"#,
+    );
+    assert!(
+        bad.iter()
+            .any(|p| p.starts_with("tenants.acme.notifications.routes[0].channel")),
+        "{bad:?}"
+    );
+    assert!(
+        bad.iter()
+            .any(|p| p.starts_with("tenants.acme.notifications.digest_seconds")),
+        "{bad:?}"
+    );
+    let zone = problems(
+        r#"
+[tenants.acme.notifications]
+quiet_hours = { time_zone = "Mars/Olympus", start = "21:00", end = "07:00" }
+"#,
+    );
+    assert!(zone[0].contains("quiet_hours.time_zone"), "{zone:?}");
+    let pattern = problems(
+        r#"
+[[tenants.acme.notifications.routes]]
+kinds = ["exc*ption"]
+channel = "ops"
+"#,
+    );
+    assert!(pattern[0].contains("kind pattern"), "{pattern:?}");
 }

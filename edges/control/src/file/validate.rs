@@ -5,13 +5,20 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use callstream_domain::calling_window::parse_time;
 use callstream_domain::timezone::parse_zone;
-use callstream_schemas::{CallingWindow, CampaignSettings, CompletionSettings, GridSettings};
+use callstream_schemas::{
+    CallingWindow, CampaignSettings, CompletionSettings, GridSettings, NotificationRoute,
+    NotificationRoutes, QuietHours,
+};
 use chrono::Timelike;
 
-use super::raw::{RawCampaignSettings, RawCompletion, RawFile, RawGrid, RawTenant, RawWindow};
+use super::raw::{
+    RawCampaignSettings, RawCompletion, RawFile, RawGrid, RawNotifications, RawTenant, RawWindow,
+};
 use super::{CampaignFile, ControlFile, Problem, TenantFile};
 use callstream_kit::control::keys::ALL_TENANTS;
-use callstream_kit::control::settings::{CampaignConfig, CompletionWindow, TenantGrid};
+use callstream_kit::control::settings::{
+    CampaignConfig, CompletionWindow, NotificationPolicy, TenantGrid,
+};
 
 /// Upper bounds that catch unit mistakes (seconds typed as minutes) early.
 const MAX_SLOT_SECONDS: i64 = 3600;
@@ -124,6 +131,10 @@ fn tenant_file(problems: &mut Problems, path: &str, raw: &RawTenant) -> Option<T
             );
         }
     }
+    let notifications = raw
+        .notifications
+        .as_ref()
+        .and_then(|n| notifications(problems, &format!("{path}.notifications"), n));
     (problems.0.len() == before).then_some(TenantFile {
         paused: raw.paused,
         shadow_mode: raw.shadow_mode,
@@ -132,7 +143,60 @@ fn tenant_file(problems: &mut Problems, path: &str, raw: &RawTenant) -> Option<T
         completion: tenant_completion,
         campaign_defaults,
         campaigns,
+        notifications,
     })
+}
+
+/// The routes as the notifier will read them; channel names are checked by the notifier,
+/// which declares the channels (and which tenants may use each).
+fn notifications(
+    problems: &mut Problems,
+    path: &str,
+    raw: &RawNotifications,
+) -> Option<NotificationRoutes> {
+    let before = problems.0.len();
+    for (i, route) in raw.routes.iter().enumerate() {
+        check_id(
+            problems,
+            &format!("{path}.routes[{i}].channel"),
+            &route.channel,
+            "channel",
+        );
+    }
+    let digest_seconds = problems.bounded(
+        &format!("{path}.digest_seconds"),
+        raw.digest_seconds,
+        0,
+        callstream_kit::control::settings::MAX_DIGEST_SECONDS.into(),
+    );
+    if problems.0.len() != before {
+        return None;
+    }
+    let wire = NotificationRoutes {
+        routes: raw
+            .routes
+            .iter()
+            .map(|r| NotificationRoute {
+                kinds: r.kinds.clone(),
+                channel: r.channel.clone(),
+                urgent: r.urgent,
+            })
+            .collect(),
+        quiet_hours: raw.quiet_hours.as_ref().map(|q| QuietHours {
+            time_zone: q.time_zone.clone(),
+            start: q.start.clone(),
+            end: q.end.clone(),
+        }),
+        digest_seconds: digest_seconds?,
+    };
+    // The same conversion the notifier applies: what passes here, it can use.
+    match NotificationPolicy::from_wire(&wire) {
+        Ok(_) => Some(wire),
+        Err(error) => {
+            problems.add(path, error.to_string());
+            None
+        }
+    }
 }
 
 fn grid(problems: &mut Problems, path: &str, raw: &RawGrid) -> Option<GridSettings> {

@@ -9,11 +9,13 @@
 use std::time::Duration;
 
 use callstream_domain::calling_window::{CampaignWindow, Days, WindowRule};
+use callstream_domain::notify::{KindPattern, QuietHours};
 use callstream_domain::policy::CampaignPolicy;
 use callstream_domain::slot_grid::GridConfig;
 use callstream_domain::timezone::parse_zone;
 use callstream_schemas::{
     CallingWindow as WireWindow, CampaignSettings, CompletionSettings, GridSettings,
+    NotificationRoutes,
 };
 use chrono::{NaiveTime, Timelike, Weekday};
 use chrono_tz::Tz;
@@ -52,6 +54,13 @@ pub enum SettingError {
     Zone(#[from] callstream_domain::timezone::SkipReason),
     #[error("the value has no part for setting {0}")]
     Missing(&'static str),
+    #[error("notifications: {0}")]
+    Notify(#[from] callstream_domain::notify::NotifyRuleError),
+    #[error("notifications.{field}: {message}")]
+    Notifications {
+        field: &'static str,
+        message: String,
+    },
 }
 
 /// Built-in campaign window: weekdays 09:00-20:00 in the lead's zone.
@@ -226,6 +235,120 @@ impl CompletionWindow {
     /// W plus the grace period: when a launch without completion is missing.
     pub fn total(&self) -> Duration {
         self.window + self.grace
+    }
+}
+
+/// Built-in digest window: further notifications of one kind within 5 minutes of one sent
+/// on a channel are grouped into one message.
+pub const DEFAULT_DIGEST: Duration = Duration::from_secs(5 * 60);
+/// The longest digest window a tenant may set (a day).
+pub const MAX_DIGEST_SECONDS: i32 = 86_400;
+
+/// A tenant's notification routes in force.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotificationPolicy {
+    pub routes: Vec<RouteRule>,
+    pub quiet: Option<QuietHours>,
+    /// 0: every notification on its own.
+    pub digest: Duration,
+}
+
+/// One route: notifications of `kinds` go to `channel`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RouteRule {
+    pub kinds: Vec<KindPattern>,
+    pub channel: String,
+    /// Sent during quiet hours too.
+    pub urgent: bool,
+}
+
+impl NotificationPolicy {
+    /// No routes: nothing is notified.
+    pub fn none() -> Self {
+        Self {
+            routes: Vec::new(),
+            quiet: None,
+            digest: DEFAULT_DIGEST,
+        }
+    }
+
+    pub fn from_wire(wire: &NotificationRoutes) -> Result<Self, SettingError> {
+        let mut routes = Vec::with_capacity(wire.routes.len());
+        for route in &wire.routes {
+            let kinds = route
+                .kinds
+                .iter()
+                .map(|k| KindPattern::parse(k))
+                .collect::<Result<Vec<_>, _>>()?;
+            if kinds.is_empty() {
+                return Err(notifications(
+                    "routes.kinds",
+                    "a route needs at least one kind",
+                ));
+            }
+            if route.channel.trim().is_empty() {
+                return Err(notifications("routes.channel", "must not be empty"));
+            }
+            routes.push(RouteRule {
+                kinds,
+                channel: route.channel.clone(),
+                urgent: route.urgent,
+            });
+        }
+        let quiet = wire
+            .quiet_hours
+            .as_ref()
+            .map(|q| -> Result<QuietHours, SettingError> {
+                let zone = parse_zone(&q.time_zone)
+                    .map_err(|e| notifications("quiet_hours.time_zone", e.to_string()))?;
+                let time = |field, text: &str| {
+                    callstream_domain::calling_window::parse_time(text)
+                        .map_err(|e| notifications(field, e.to_string()))
+                };
+                let (start, end) = (
+                    time("quiet_hours.start", &q.start)?,
+                    time("quiet_hours.end", &q.end)?,
+                );
+                Ok(QuietHours::new(zone, start, end)?)
+            })
+            .transpose()?;
+        if !(0..=MAX_DIGEST_SECONDS).contains(&wire.digest_seconds) {
+            return Err(notifications(
+                "digest_seconds",
+                format!(
+                    "must be between 0 and {MAX_DIGEST_SECONDS}, not {}",
+                    wire.digest_seconds
+                ),
+            ));
+        }
+        Ok(Self {
+            routes,
+            quiet,
+            digest: Duration::from_secs(wire.digest_seconds.unsigned_abs().into()),
+        })
+    }
+
+    /// The channels a notification of `kind` goes to, each once and in route order, with
+    /// whether it may be sent in quiet hours there (some matching route says urgent).
+    pub fn channels_for(&self, kind: &str) -> Vec<(&str, bool)> {
+        let mut out: Vec<(&str, bool)> = Vec::new();
+        for route in &self.routes {
+            if !route.kinds.iter().any(|k| k.matches(kind)) {
+                continue;
+            }
+            match out.iter_mut().find(|(c, _)| *c == route.channel) {
+                Some((_, urgent)) => *urgent |= route.urgent,
+                None => out.push((route.channel.as_str(), route.urgent)),
+            }
+        }
+        out
+    }
+}
+
+fn notifications(field: &'static str, message: impl Into<String>) -> SettingError {
+    SettingError::Notifications {
+        field,
+        message: message.into(),
     }
 }
 

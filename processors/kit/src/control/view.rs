@@ -26,7 +26,7 @@ use callstream_schemas::{ControlChange, ControlSetting, ControlValue, DecodeErro
 
 use crate::control::keys::{record_key, SettingKey, ALL_TENANTS};
 use crate::control::settings::{
-    CampaignConfig, CompletionWindow, Origin, SettingError, TenantGrid,
+    CampaignConfig, CompletionWindow, NotificationPolicy, Origin, SettingError, TenantGrid,
 };
 
 /// Why a call may not go now.
@@ -104,6 +104,7 @@ enum Typed {
     Campaign(Option<Arc<CampaignConfig>>),
     Grid(Option<TenantGrid>),
     Completion(Option<CompletionWindow>),
+    Notify(Option<Arc<NotificationPolicy>>),
     /// Undecodable, or not a usable value of its setting (logged once).
     Unusable,
 }
@@ -295,6 +296,16 @@ impl ControlView<'_> {
         CompletionWindow::builtin()
     }
 
+    /// The notification routes of `tenant` (`*` for the deployment's own), or none. An
+    /// unusable value routes nothing and is logged: a notification is not sent somewhere
+    /// nobody chose.
+    pub fn notifications(&self, tenant: &str) -> Option<Arc<NotificationPolicy>> {
+        match self.typed(tenant, ControlSetting::NotificationRoutes, None) {
+            Typed::Notify(policy) => policy,
+            _ => None,
+        }
+    }
+
     /// The latest change stored under `key`, decoded (who, when, old and new value).
     pub fn change(&self, key: &SettingKey) -> Option<Arc<ControlChange>> {
         let record_key = key.record_key();
@@ -329,6 +340,7 @@ fn unset(setting: ControlSetting) -> Typed {
         ControlSetting::CampaignSettings => Typed::Campaign(None),
         ControlSetting::GridSettings => Typed::Grid(None),
         ControlSetting::CompletionWindow => Typed::Completion(None),
+        ControlSetting::NotificationRoutes => Typed::Notify(None),
         _ => Typed::Flag(None),
     }
 }
@@ -385,6 +397,13 @@ fn typed_value(
                 .completion
                 .as_ref()
                 .map(CompletionWindow::from_wire)
+                .transpose()?,
+        ),
+        ControlSetting::NotificationRoutes => Typed::Notify(
+            value
+                .notifications
+                .as_ref()
+                .map(|n| NotificationPolicy::from_wire(n).map(Arc::new))
                 .transpose()?,
         ),
         _ => Typed::Flag(value.enabled),

@@ -34,7 +34,8 @@ fn routes(event: &AnyEvent) -> (Option<Vec<u8>>, Vec<u8>) {
         ControlChange,
         Alert,
         AuditEvent,
-        ContactState
+        ContactState,
+        Notification
     )
 }
 
