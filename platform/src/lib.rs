@@ -13,6 +13,7 @@ pub mod kafka;
 pub mod problem;
 pub mod settings;
 pub mod shutdown;
+pub mod standard_webhooks;
 pub mod telemetry;
 pub mod topics;
 

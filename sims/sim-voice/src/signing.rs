@@ -9,7 +9,6 @@
 use base64::Engine as _;
 use hmac::{Hmac, Mac};
 use sha1::Sha1;
-use sha2::Sha256;
 
 /// A `whsec_` secret that is not one.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -44,21 +43,7 @@ pub fn twilio_signature(auth_token: &str, url: &str, params: &[(String, String)]
     base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes())
 }
 
-/// The `webhook-signature` value (`v1,<base64>`) of one message.
-pub fn standard_signature(key: &[u8], id: &str, timestamp: i64, body: &[u8]) -> String {
-    let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(key) else {
-        return String::new();
-    };
-    mac.update(id.as_bytes());
-    mac.update(b".");
-    mac.update(timestamp.to_string().as_bytes());
-    mac.update(b".");
-    mac.update(body);
-    format!(
-        "v1,{}",
-        base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes())
-    )
-}
+pub use callstream_platform::standard_webhooks::signature_header as standard_signature;
 
 #[cfg(test)]
 mod tests {

@@ -10,13 +10,9 @@
 use std::time::Duration;
 
 use base64::Engine as _;
-use hmac::{Hmac, Mac};
-use sha2::Sha256;
 
 use super::{ct_eq, Clock, VerifyError};
 use crate::secret::Secret;
-
-type HmacSha256 = Hmac<Sha256>;
 
 /// The spec's tolerance between the signed timestamp and our clock.
 pub const DEFAULT_TOLERANCE: Duration = Duration::from_secs(5 * 60);
@@ -29,36 +25,11 @@ pub struct SignedHeaders<'a> {
     pub signature: Option<&'a [u8]>,
 }
 
-/// A `whsec_` secret that is not one.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("a Standard Webhooks secret is `whsec_` followed by base64")]
-pub struct BadSecret;
+pub use callstream_platform::standard_webhooks::{sign, BadSecret};
 
 /// Decodes a `whsec_<base64>` secret into its key bytes.
 pub fn decode_secret(text: &str) -> Result<Secret, BadSecret> {
-    let encoded = text.trim().strip_prefix("whsec_").ok_or(BadSecret)?;
-    let key = base64::engine::general_purpose::STANDARD
-        .decode(encoded)
-        .map_err(|_| BadSecret)?;
-    if key.is_empty() {
-        return Err(BadSecret);
-    }
-    Ok(Secret::new(key))
-}
-
-/// The raw signature (32 bytes) of one message.
-pub fn sign(key: &[u8], id: &[u8], timestamp: &[u8], body: &[u8]) -> [u8; 32] {
-    let mut mac = match HmacSha256::new_from_slice(key) {
-        Ok(mac) => mac,
-        // Unreachable (HMAC takes any key length); zeros never match a real tag.
-        Err(_) => return [0; 32],
-    };
-    mac.update(id);
-    mac.update(b".");
-    mac.update(timestamp);
-    mac.update(b".");
-    mac.update(body);
-    mac.finalize().into_bytes().into()
+    callstream_platform::standard_webhooks::decode_secret(text).map(Secret::new)
 }
 
 /// The signed timestamp, if it is a plain decimal number of seconds.
