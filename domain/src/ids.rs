@@ -47,6 +47,8 @@ pub mod namespace {
     /// The workflow's dedupe digests: UUIDv5(URL, "https://callstream.dev/ns/dedupe").
     /// Stored contact state holds digests made under it.
     pub const DEDUPE: Uuid = Uuid::from_u128(0x68c21c1b_ae41_5e39_b39c_2ecbd3738c8e);
+    /// The notifier's notifications, messages and records.
+    pub const NOTIFIER: Uuid = Uuid::from_u128(0x5a7c_91e2_3b4d_5f60_8e1a_2c3b_4d5e_6f70);
 }
 
 /// One part of an id's name, and how it is framed in the name.
@@ -455,6 +457,32 @@ pub mod dedupe {
                 Raw(outcome.as_bytes()),
             ],
         )
+    }
+}
+
+/// Ids of the notifier. A notification is named by its tenant, its channel and what it is
+/// about, so routing the same alert, exception or dead letter again names the same one, and
+/// the delivery ledger (and a receiver deduplicating by `webhook-id`) sees one.
+pub mod notifier {
+    use super::{derive_framed, namespace::NOTIFIER};
+    use uuid::Uuid;
+
+    /// A notification of `about` (`exception/<id>/open`, `alert/<event id>`,
+    /// `dead_letter/<topic>/<partition>/<offset>`) on `channel`.
+    pub fn notification(tenant: &str, channel: &str, about: &str) -> Uuid {
+        derive_framed(&NOTIFIER, &["notification", tenant, channel, about])
+    }
+
+    /// The digest message of `digest_key` on a channel whose window ended at `until_ms`.
+    pub fn digest(tenant: &str, channel: &str, digest_key: &str, until_ms: i64) -> Uuid {
+        let until = until_ms.to_string();
+        derive_framed(&NOTIFIER, &["digest", tenant, channel, digest_key, &until])
+    }
+
+    /// A record the notifier writes about message `message_id` (`sent`, `failed`, the
+    /// failure's exception).
+    pub fn record(message_id: &Uuid, what: &str) -> Uuid {
+        derive_framed(&NOTIFIER, &["record", &message_id.to_string(), what])
     }
 }
 

@@ -94,7 +94,7 @@ pub const CONTROL: &str = "control";
 /// Written in the same transaction as `control` by every writer of it.
 pub const CONTROL_HISTORY: &str = "control-history";
 pub const DEAD_LETTERS: &str = "dead-letters";
-/// Notifications decided per channel, keyed by `tenant/channel`: the notifier routes alerts,
+/// Notifications decided per channel, keyed by channel: the notifier routes alerts,
 /// exceptions and dead letters here and sends from here (its repartition topic, readable by
 /// anyone who wants the log of what was notified where).
 pub const NOTIFICATIONS: &str = "notifications";

@@ -82,7 +82,7 @@ pub fn route(topics: &Topics, event: &AnyEvent) -> (String, String) {
         AnyEvent::Alert(_) => (t::ALERTS, env.tenant_id.to_string()),
         AnyEvent::AuditEvent(_) => (t::AUDIT, env.tenant_id.to_string()),
         AnyEvent::ContactState(e) => (t::CONTACT_STATE, e.contact_id.clone()),
-        AnyEvent::Notification(e) => (t::NOTIFICATIONS, format!("{}/{}", e.tenant_id, e.channel)),
+        AnyEvent::Notification(e) => (t::NOTIFICATIONS, e.channel.clone()),
     };
     (topics.name(logical), key)
 }

@@ -127,7 +127,7 @@ avro_enum! {
 }
 
 /// A notification decided for one channel (`io.callstream.events.Notification`, topic
-/// `notifications`, keyed by `tenant/channel`).
+/// `notifications`, keyed by channel).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Notification {
     #[serde(with = "crate::serde_util::uuid_str")]
