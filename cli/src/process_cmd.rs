@@ -161,6 +161,10 @@ pub enum ProcessCommand {
     CrmDispatcher(ProcessArgs),
     /// Recovery: each missing completion looked up at the voice platform and replayed.
     Recovery(ProcessArgs),
+    /// The notifier: alerts, opened exceptions and dead letters to the channels of each
+    /// tenant's routes (chat webhook, signed webhook, email), each message once in its
+    /// ledger. Channels come from the file `CALLSTREAM_NOTIFIER_CHANNELS`.
+    Notifier(ProcessArgs),
 }
 
 /// Runs the chosen processor until SIGTERM.
@@ -255,6 +259,27 @@ pub async fn run(command: ProcessCommand) -> Result<()> {
                 .context("building the voice platform client")?;
             let processor = callstream_recovery::processor(config);
             host(processor, spec, &args, None, |runtime| {
+                runtime.effects = Some(effects)
+            })
+            .await
+        }
+        ProcessCommand::Notifier(args) => {
+            let config = callstream_notifier::NotifierConfig::from_env()
+                .context("reading the notifier's configuration")?;
+            if config.channels.channels.is_empty() {
+                tracing::warn!("no channels (CALLSTREAM_NOTIFIER_CHANNELS): nothing will be sent");
+            }
+            let spec = callstream_notifier::spec(
+                &config.topics,
+                &app_id(&config.topics, callstream_notifier::APP_ID),
+            );
+            let effects = callstream_notifier::effect_runner(&config)
+                .context("building the notifier's senders")?;
+            let metrics = callstream_notifier::NotifierMetrics::new();
+            let own_metrics = metrics.clone();
+            let own: OwnMetrics = Arc::new(move || own_metrics.encode());
+            let processor = callstream_notifier::processor(config, metrics);
+            host(processor, spec, &args, Some(own), |runtime| {
                 runtime.effects = Some(effects)
             })
             .await

@@ -44,6 +44,28 @@ pub const TOPIC_COMMAND: &str = "org.apache.kafka.tools.TopicCommand";
 /// How long a helper waits for the broker before calling it a failure.
 const BROKER_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// The workspace's `target/debug/callstream` (`cargo xtask test` builds it first), built
+/// when missing: for tests that run it as production does, as its own process.
+pub fn callstream_bin() -> Result<PathBuf> {
+    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"),
+        PathBuf::from,
+    );
+    let bin = target.join("debug").join("callstream");
+    if !bin.is_file() {
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let status = std::process::Command::new(cargo)
+            .args(["build", "-p", "callstream"])
+            .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+            .status()
+            .context("building callstream")?;
+        if !status.success() {
+            bail!("cargo build -p callstream failed ({status})");
+        }
+    }
+    Ok(bin)
+}
+
 /// The broker to test against: `KAFKA_BOOTSTRAP_SERVERS`, else the dev stack's.
 pub fn bootstrap_servers() -> String {
     std::env::var("KAFKA_BOOTSTRAP_SERVERS").unwrap_or_else(|_| "127.0.0.1:9092".to_string())

@@ -22,35 +22,11 @@
 //! The binary is the workspace's `target/debug/callstream` (`cargo xtask
 //! test` builds it first); when it is missing the test builds it.
 
-use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use serde_json::Value;
-
-fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR").map_or_else(
-        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"),
-        PathBuf::from,
-    )
-}
-
-fn callstream() -> Result<PathBuf> {
-    let bin = target_dir().join("debug").join("callstream");
-    if !bin.is_file() {
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let status = Command::new(cargo)
-            .args(["build", "-p", "callstream"])
-            .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
-            .status()
-            .context("building callstream")?;
-        if !status.success() {
-            bail!("cargo build -p callstream failed ({status})");
-        }
-    }
-    Ok(bin)
-}
 
 /// The demo's settings without retries or campaign advances (one call a
 /// lead), windows open all day (federal hours still bound them, and
@@ -109,7 +85,7 @@ fn opt_num(v: &Value, path: &[&str]) -> Option<u64> {
 
 #[test]
 fn a_small_demo_recovers_every_dropped_completion_and_keeps_every_invariant() -> Result<()> {
-    let bin = callstream()?;
+    let bin = callstream_e2e::callstream_bin()?;
     let dir = std::env::temp_dir().join(format!("callstream-demo-e2e-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let control = dir.join("control.toml");

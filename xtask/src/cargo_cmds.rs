@@ -24,6 +24,12 @@ pub fn stack_env(layout: &Layout) -> Vec<(&'static str, String)> {
             "CALLSTREAM_KAFKA_LIBS",
             layout.kafka_libs().display().to_string(),
         ),
+        // The python of aiosmtpd's venv (see `venv`): the notifier's tests start an SMTP
+        // server with it.
+        (
+            "CALLSTREAM_SMTP_SINK_PYTHON",
+            crate::venv::AIOSMTPD.python(layout).display().to_string(),
+        ),
     ]
 }
 

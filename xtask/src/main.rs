@@ -19,6 +19,7 @@ mod stack;
 mod summary;
 mod test_plan;
 mod test_runner;
+mod venv;
 
 use std::process::ExitCode;
 

@@ -61,6 +61,8 @@ pub fn test(layout: &Layout, args: &[String]) -> Result<()> {
     stack::up(layout)?;
     // The console's browser tests drive Debian's Chromium.
     crate::debian::ensure_chromium()?;
+    // The notifier's tests send email to a real SMTP server (aiosmtpd).
+    crate::venv::AIOSMTPD.ensure(layout)?;
     let binaries = build(layout, &args)?;
     println!(
         "test: built {} test binaries in {:.0}s",

@@ -436,7 +436,10 @@ fn digest(channel: &str, key: &str, w: &Window) -> Message {
         tenant: first.tenant.clone(),
         kind: first.kind.clone(),
         severity,
-        title: format!("[{}] {} × {}", first.tenant, w.count, first.kind),
+        title: format!(
+            "[{}] {} notifications: {}",
+            first.tenant, w.count, first.kind
+        ),
         text,
         link: first.link.clone(),
         count: w.count,

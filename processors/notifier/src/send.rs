@@ -10,6 +10,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use callstream_platform::clock::{Clock, SystemClock};
 use callstream_platform::standard_webhooks;
 use callstream_runtime::{EffectHandler, EffectRequest};
 use futures::future::BoxFuture;
@@ -139,7 +140,9 @@ impl Sender {
     }
 
     async fn webhook(&self, url: &str, key: &[u8], m: &Message) -> SendResult {
-        let now = chrono::Utc::now();
+        // Real time, not business time: the receiver checks the signed timestamp against
+        // its own clock.
+        let now = chrono::DateTime::from_timestamp_millis(SystemClock.now_ms()).unwrap_or_default();
         let body = json!({
             "type": "callstream.notification",
             "timestamp": now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),

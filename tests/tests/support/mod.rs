@@ -9,6 +9,8 @@
 //!   stopped and started at will.
 //! - `recovery_sim`: the voice simulator and a receiver that reads callbacks with the
 //!   gateway's code (`recovery_simulator.rs`).
+//! - `sinks`: an HTTP server and an SMTP server (aiosmtpd) recording what the notifier
+//!   sends (`notifier_e2e.rs`).
 //! - `voice`: the voice simulator's own test kit, the same file its tests use
 //!   (`sim_voice_signatures.rs`).
 //!
@@ -23,6 +25,7 @@ pub mod operator;
 pub mod pipeline;
 pub mod recovery_sim;
 pub mod runtime;
+pub mod sinks;
 /// One copy of the simulator's test client and webhook receiver: included from
 /// `sims/sim-voice/tests/support` rather than copied, so the simulator's tests and the
 /// signature contract here drive it the same way.

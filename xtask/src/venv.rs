@@ -1,0 +1,87 @@
+//! Python tools from PyPI, each pinned in a venv of its own under `.stack/<name>/venv`
+//! (installed once; a version bump reinstalls): schemathesis for the API check, aiosmtpd
+//! as the SMTP server the notifier's tests and the demo send email to.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use anyhow::{bail, Context, Result};
+
+use crate::layout::Layout;
+
+/// A pinned PyPI package in its own venv.
+pub struct Tool {
+    /// The folder under `.stack/`.
+    pub name: &'static str,
+    pub package: &'static str,
+    pub version: &'static str,
+}
+
+/// aiosmtpd: a real SMTP server in Python, whose `Mailbox` handler writes each message it
+/// accepts to a Maildir.
+pub const AIOSMTPD: Tool = Tool {
+    name: "smtp-sink",
+    package: "aiosmtpd",
+    version: "1.4.6",
+};
+
+impl Tool {
+    fn venv(&self, layout: &Layout) -> PathBuf {
+        layout.stack.join(self.name).join("venv")
+    }
+
+    /// The venv's python (what runs `python -m <tool>`).
+    pub fn python(&self, layout: &Layout) -> PathBuf {
+        self.venv(layout).join("bin").join("python")
+    }
+
+    /// An executable of the venv.
+    pub fn bin(&self, layout: &Layout, name: &str) -> PathBuf {
+        self.venv(layout).join("bin").join(name)
+    }
+
+    fn installed(&self, layout: &Layout) -> bool {
+        Command::new(self.bin(layout, "pip"))
+            .args(["show", self.package])
+            .output()
+            .is_ok_and(|o| {
+                String::from_utf8_lossy(&o.stdout)
+                    .lines()
+                    .any(|l| l.trim() == format!("Version: {}", self.version))
+            })
+    }
+
+    /// Installs the pinned version when the venv lacks it.
+    pub fn ensure(&self, layout: &Layout) -> Result<()> {
+        if self.installed(layout) {
+            return Ok(());
+        }
+        let venv = self.venv(layout);
+        println!(
+            "{}: installing {}=={} into {}",
+            self.name,
+            self.package,
+            self.version,
+            layout.show(&venv)
+        );
+        if !self.bin(layout, "pip").exists() {
+            let status = Command::new("python3")
+                .args(["-m", "venv"])
+                .arg(&venv)
+                .status()
+                .context("running python3 -m venv (is Python 3 installed?)")?;
+            if !status.success() {
+                bail!("python3 -m venv failed ({status})");
+            }
+        }
+        let spec = format!("{}=={}", self.package, self.version);
+        let status = Command::new(self.bin(layout, "pip"))
+            .args(["install", "--quiet", &spec])
+            .status()
+            .context("running pip")?;
+        if !status.success() {
+            bail!("pip install {spec} failed ({status})");
+        }
+        Ok(())
+    }
+}
