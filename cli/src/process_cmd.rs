@@ -278,9 +278,24 @@ pub async fn run(command: ProcessCommand) -> Result<()> {
             let metrics = callstream_notifier::NotifierMetrics::new();
             let own_metrics = metrics.clone();
             let own: OwnMetrics = Arc::new(move || own_metrics.encode());
+            let (topics, groups, interval) = (
+                config.topics.clone(),
+                config.lag_groups.clone(),
+                config.lag_interval,
+            );
             let processor = callstream_notifier::processor(config, metrics);
             host(processor, spec, &args, Some(own), |runtime| {
-                runtime.effects = Some(effects)
+                runtime.effects = Some(effects);
+                // Beside the runtime: each processor's consumer lag, for the lag alert.
+                if let Err(error) = callstream_notifier::lag::spawn(
+                    runtime.kafka.clone(),
+                    &topics,
+                    groups,
+                    interval,
+                    runtime.shutdown.clone(),
+                ) {
+                    tracing::error!(%error, "the lag sampler did not start; consumer lag is not watched");
+                }
             })
             .await
         }

@@ -479,6 +479,21 @@ pub mod notifier {
         derive_framed(&NOTIFIER, &["digest", tenant, channel, digest_key, &until])
     }
 
+    /// An alert the notifier raises itself: `kind` about `subject` (a processor, or empty)
+    /// of `tenant`, raised at `since_ms`.
+    pub fn watch_alert(tenant: &str, kind: &str, subject: &str, since_ms: i64) -> Uuid {
+        let since = since_ms.to_string();
+        derive_framed(&NOTIFIER, &["watch-alert", tenant, kind, subject, &since])
+    }
+
+    /// The event of such an alert's `status` (raised, resolved).
+    pub fn watch_alert_event(alert_id: &Uuid, status: &str) -> Uuid {
+        derive_framed(
+            &NOTIFIER,
+            &["watch-alert-event", &alert_id.to_string(), status],
+        )
+    }
+
     /// A record the notifier writes about message `message_id` (`sent`, `failed`, the
     /// failure's exception).
     pub fn record(message_id: &Uuid, what: &str) -> Uuid {

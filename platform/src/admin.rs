@@ -238,3 +238,51 @@ async fn reconcile(
     }
     Ok(report)
 }
+
+/// How far consumer group `group` is behind on `topics`: the sum over their partitions of
+/// the high watermark minus the group's committed offset, counting only the partitions the
+/// group has committed on (those it consumes). `None` when it has committed on none of them
+/// (it is not running, or has not started). Blocking: call it off the async executor.
+pub fn consumer_lag(
+    settings: &KafkaSettings,
+    group: &str,
+    topics: &[String],
+) -> Result<Option<i64>, AdminError> {
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    use rdkafka::{Offset, TopicPartitionList};
+
+    // A consumer that never subscribes: it only reads the group's committed offsets, and
+    // does not join the group or disturb its members.
+    let consumer: BaseConsumer = settings
+        .base_config()
+        .set("group.id", group)
+        .set("enable.auto.commit", "false")
+        .create()
+        .map_err(|source| AdminError::Unreachable {
+            servers: settings.bootstrap_servers.clone(),
+            source,
+        })?;
+    let metadata = consumer.fetch_metadata(None, ADMIN_TIMEOUT)?;
+    let mut partitions = TopicPartitionList::new();
+    for topic in metadata.topics() {
+        if topics.iter().any(|t| t == topic.name()) {
+            for p in topic.partitions() {
+                partitions.add_partition(topic.name(), p.id());
+            }
+        }
+    }
+    if partitions.count() == 0 {
+        return Ok(None);
+    }
+    let committed = consumer.committed_offsets(partitions, ADMIN_TIMEOUT)?;
+    let mut lag = None;
+    for element in committed.elements() {
+        let Offset::Offset(at) = element.offset() else {
+            continue;
+        };
+        let (_, high) =
+            consumer.fetch_watermarks(element.topic(), element.partition(), ADMIN_TIMEOUT)?;
+        *lag.get_or_insert(0) += (high - at).max(0);
+    }
+    Ok(lag)
+}

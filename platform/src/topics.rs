@@ -98,6 +98,10 @@ pub const DEAD_LETTERS: &str = "dead-letters";
 /// exceptions and dead letters here and sends from here (its repartition topic, readable by
 /// anyone who wants the log of what was notified where).
 pub const NOTIFICATIONS: &str = "notifications";
+/// What the notifier's own alerts count (missing completions opened and closed, failures,
+/// dead letters, consumer lag samples), re-keyed by tenant: its internal repartition topic,
+/// JSON values.
+pub const NOTIFIER_SIGNALS: &str = "notifier-signals";
 /// Per-partition counts of closed delivery buckets, re-keyed by tenant (the
 /// completion detector's internal repartition topic).
 pub const DELIVERY_PARTIALS: &str = "delivery-partials";
@@ -129,6 +133,7 @@ pub const ALL: &[(&str, TopicKind)] = &[
     (DEAD_LETTERS, TopicKind::DeadLetters),
     (DELIVERY_PARTIALS, TopicKind::Events),
     (NOTIFICATIONS, TopicKind::Events),
+    (NOTIFIER_SIGNALS, TopicKind::Events),
 ];
 
 /// Physical topic names and the settings to create them with.

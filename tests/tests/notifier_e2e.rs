@@ -471,3 +471,150 @@ async fn sigkill_at_random_moments_loses_no_notification_and_repeats_only_under_
     ensure!(repeats <= KILLS, "{repeats} repeats for {KILLS} kills");
     Ok(())
 }
+
+/// Commits `offset` on every partition of `topic` for `group`, as a consumer that got that
+/// far would.
+fn commit_group_at(group: &str, topic: &str, partitions: i32, offset: i64) -> Result<()> {
+    use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+    let consumer: BaseConsumer = callstream_e2e::client_config()
+        .set("group.id", group)
+        .set("enable.auto.commit", "false")
+        .create()?;
+    let mut list = rdkafka::TopicPartitionList::new();
+    for p in 0..partitions {
+        list.add_partition_offset(topic, p, rdkafka::Offset::Offset(offset))?;
+    }
+    consumer.commit(&list, CommitMode::Sync)?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_notifier_raises_its_own_alerts_and_resolves_them() -> Result<()> {
+    let world = World::new("notify-watch").await?;
+    let http = HttpSink::start().await?;
+    let dir = std::env::temp_dir().join(callstream_e2e::unique_name("notifier"));
+    let channels = Channels::parse(&channels_file(&dir, &http.url, 9)?, &dir)?;
+    world
+        .routes("acme", &[(&["alert.*"], "acme-chat", false)], 0)
+        .await?;
+    world
+        .routes("*", &[(&["alert.consumer_lag"], "ops-hook", false)], 0)
+        .await?;
+    let mut config = config(&world.topics, channels);
+    config.thresholds = callstream_notifier::watch::Thresholds {
+        missing_backlog: 2,
+        dead_letters: 1,
+        error_rate: 2,
+        window_ms: 3_000,
+        lag: 5,
+        lag_for_ms: 1_000,
+    };
+    let notifier = start(config)?;
+    let shutdown = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    // A group 10 records behind on a topic nobody else here reads.
+    let stuck = world.topics.name("stuck-group");
+    let lagging_topic = world
+        .topics
+        .name(callstream_platform::topics::SCHEDULE_EVENTS);
+    for i in 0..10 {
+        callstream_e2e::produce(&world.producer, &lagging_topic, &format!("k{i}"), b"x").await?;
+    }
+    commit_group_at(&stuck, &lagging_topic, world.topics.partitions, 0)?;
+    let sampler = callstream_notifier::lag::spawn(
+        KafkaSettings::from_env("notify-watch-lag"),
+        &world.topics,
+        vec!["stuck-group".into()],
+        Duration::from_millis(300),
+        shutdown.clone(),
+    )?;
+
+    let said = |path: &str, words: &str| {
+        http.posts_to(path)
+            .iter()
+            .filter(|p| p.body.to_string().contains(words))
+            .count()
+    };
+    // Two completions missing: the backlog alert; one resolved: it resolves.
+    let first = world
+        .exception("acme", "c-1", ExceptionType::CompletionMissing)
+        .await?;
+    world
+        .exception("acme", "c-2", ExceptionType::CompletionMissing)
+        .await?;
+    eventually("the backlog raised", || {
+        Ok((said("acme-chat", "missing backlog raised") == 1).then_some(()))
+    })
+    .await?;
+    let resolved = fixtures::exception(
+        "acme",
+        "c-1",
+        first,
+        ExceptionStatus::Resolved,
+        ExceptionType::CompletionMissing,
+        Actor::system("completion-detector"),
+        chrono::Utc::now(),
+    );
+    world
+        .send(callstream_platform::topics::EXCEPTIONS, "c-1", &resolved)
+        .await?;
+    eventually("the backlog resolved", || {
+        Ok((said("acme-chat", "missing backlog resolved") == 1).then_some(()))
+    })
+    .await?;
+
+    // A dead letter: raised at once, resolved when 3 s pass without another.
+    let letter = fixtures::exception(
+        "acme",
+        "c-9",
+        Uuid::new_v4(),
+        ExceptionStatus::Open,
+        ExceptionType::NoSlot,
+        Actor::system("scheduler"),
+        chrono::Utc::now(),
+    );
+    callstream_e2e::park_dead_letter(
+        &world.producer,
+        &world.topics.name(callstream_platform::topics::DEAD_LETTERS),
+        "c-9",
+        &letter.encode()?,
+        (
+            "scheduler",
+            "record",
+            "schedule-requests/0/7",
+            "a test's refusal",
+        ),
+        &[],
+    )
+    .await?;
+    eventually("dead letters raised", || {
+        Ok((said("acme-chat", "dead letters raised") == 1).then_some(()))
+    })
+    .await?;
+    eventually("dead letters resolved", || {
+        Ok((said("acme-chat", "dead letters resolved") == 1).then_some(()))
+    })
+    .await?;
+
+    // The stuck group: raised after lagging for a second, on the deployment's webhook;
+    // resolved once it catches up.
+    eventually("lag raised", || {
+        Ok((said("ops-hook", "consumer lag raised") == 1).then_some(()))
+    })
+    .await?;
+    let hook = http.posts_to("ops-hook");
+    ensure!(
+        hook[0].body.to_string().contains(&stuck),
+        "the lag names the group: {:?}",
+        hook[0].body
+    );
+    commit_group_at(&stuck, &lagging_topic, world.topics.partitions, 1_000_000)?;
+    eventually("lag resolved", || {
+        Ok((said("ops-hook", "consumer lag resolved") == 1).then_some(()))
+    })
+    .await?;
+
+    shutdown.store(true, std::sync::atomic::Ordering::SeqCst);
+    let _ = sampler.join();
+    notifier.stop()?;
+    Ok(())
+}

@@ -7,6 +7,7 @@ use callstream_domain::backoff::Backoff;
 use callstream_platform::{SettingError, Settings, Topics};
 
 use crate::channels::{Channels, ChannelsError};
+use crate::watch::Thresholds;
 
 /// A configuration that cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -44,6 +45,17 @@ pub struct NotifierConfig {
     /// How long a notification id is remembered, so the same one routed again is not
     /// sent again (`CALLSTREAM_NOTIFIER_MEMORY_MS`, default 7 days).
     pub memory: Duration,
+    /// When the notifier's own alerts raise (`CALLSTREAM_NOTIFIER_MISSING_BACKLOG`, default
+    /// 50 open; `..._DEAD_LETTERS`, default 1 in 10 minutes; `..._ERROR_RATE`, default 20
+    /// failed launches and CRM writes in 10 minutes; `..._LAG`, default 10000 records behind
+    /// for `..._LAG_FOR_MS`, default 5 minutes).
+    pub thresholds: Thresholds,
+    /// How often each processor's consumer lag is sampled
+    /// (`CALLSTREAM_NOTIFIER_LAG_INTERVAL_MS`, default 30 s).
+    pub lag_interval: Duration,
+    /// The processors (app ids) whose consumer lag is watched
+    /// (`CALLSTREAM_NOTIFIER_LAG_GROUPS`, comma-separated; default [`crate::lag::DEFAULT_GROUPS`]).
+    pub lag_groups: Vec<String>,
 }
 
 impl NotifierConfig {
@@ -61,6 +73,12 @@ impl NotifierConfig {
             request_timeout: Duration::from_secs(10),
             concurrency: 16,
             memory: Duration::from_secs(7 * 86_400),
+            thresholds: Thresholds::default(),
+            lag_interval: Duration::from_secs(30),
+            lag_groups: crate::lag::DEFAULT_GROUPS
+                .iter()
+                .map(|g| g.to_string())
+                .collect(),
         }
     }
 
@@ -97,6 +115,30 @@ impl NotifierConfig {
         c.concurrency = usize::try_from(settings.number("CALLSTREAM_NOTIFIER_CONCURRENCY", 16)?)
             .unwrap_or(usize::MAX);
         c.memory = settings.millis("CALLSTREAM_NOTIFIER_MEMORY_MS", c.memory)?;
+        let t = &mut c.thresholds;
+        t.missing_backlog =
+            settings.number("CALLSTREAM_NOTIFIER_MISSING_BACKLOG", t.missing_backlog)?;
+        t.dead_letters = small("CALLSTREAM_NOTIFIER_DEAD_LETTERS", t.dead_letters)?;
+        t.error_rate = small("CALLSTREAM_NOTIFIER_ERROR_RATE", t.error_rate)?;
+        t.lag = i64::try_from(settings.number("CALLSTREAM_NOTIFIER_LAG", t.lag.unsigned_abs())?)
+            .unwrap_or(i64::MAX);
+        t.lag_for_ms = i64::try_from(
+            settings
+                .millis(
+                    "CALLSTREAM_NOTIFIER_LAG_FOR_MS",
+                    Duration::from_millis(t.lag_for_ms.unsigned_abs()),
+                )?
+                .as_millis(),
+        )
+        .unwrap_or(i64::MAX);
+        c.lag_interval = settings.millis("CALLSTREAM_NOTIFIER_LAG_INTERVAL_MS", c.lag_interval)?;
+        if let Some(groups) = settings.non_empty("CALLSTREAM_NOTIFIER_LAG_GROUPS") {
+            c.lag_groups = groups
+                .split(',')
+                .map(|g| g.trim().to_owned())
+                .filter(|g| !g.is_empty())
+                .collect();
+        }
         c.validate()?;
         Ok(c)
     }

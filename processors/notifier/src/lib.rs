@@ -18,15 +18,20 @@
 //!   up to a bound; quiet hours hold all but urgent routes until they end; a digest window
 //!   groups one kind's notifications into one message with their count.
 //! - A tenant's notification never goes to a channel that does not admit that tenant.
+//! - It raises alerts of its own (see `watch`): open missing completions, dead letters,
+//!   failed launches and CRM writes per 10 minutes, and a processor's consumer lag
+//!   (sampled by `lag`), each resolved when it clears; they are routed like any alert.
 
 pub mod channels;
 pub mod config;
 mod emit;
+pub mod lag;
 pub mod outbox;
 mod processor;
 pub mod route;
 pub mod send;
 pub mod telemetry;
+pub mod watch;
 pub mod wire;
 
 use std::sync::Arc;
@@ -49,14 +54,15 @@ pub fn processor(config: NotifierConfig, metrics: NotifierMetrics) -> Notifier {
     Notifier::new(config, metrics)
 }
 
-/// The notifier's inputs: what it notifies, its own repartition topic, and `control` (the
-/// routes) as a global table.
+/// The notifier's inputs: what it notifies, its own two repartition topics, and `control`
+/// (the routes) as a global table.
 pub fn spec(topics: &Topics, app_id: &str) -> ProcessorSpec {
     ProcessorSpec::new(app_id, topics.name(topics::DEAD_LETTERS))
         .input(topics.name(topics::ALERTS))
         .input(topics.name(topics::EXCEPTIONS))
         .input(topics.name(topics::DEAD_LETTERS))
         .input(topics.name(topics::NOTIFICATIONS))
+        .input(topics.name(topics::NOTIFIER_SIGNALS))
         .global_table(topics.name(topics::CONTROL))
 }
 

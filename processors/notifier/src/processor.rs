@@ -14,26 +14,36 @@ use callstream_platform::topics::{self, dead_letter};
 use callstream_runtime::{
     Context, EffectResult, ProcessError, Processor, Record, TimeDomain, Timer, TimerHandle,
 };
-use callstream_schemas::{decode_any, Alert, Event, ExceptionEvent, Notification};
+use callstream_schemas::{
+    decode_any, Alert, Event, ExceptionEvent, ExceptionStatus, ExceptionType, Notification,
+};
 
 use crate::config::NotifierConfig;
 use crate::emit;
 use crate::outbox::{Outbox, Rules, SendResult, Settled, Timing};
 use crate::route::{self, Draft, Letter};
 use crate::telemetry::NotifierMetrics;
+use crate::watch::{self, Signal, Watch};
 use crate::wire::{parse_effect_id, SendRequest};
 
 /// The store of the channels' outboxes, keyed by channel.
 pub const OUTBOXES: &str = "outboxes";
-pub const STORES: &[&str] = &[OUTBOXES];
+/// The store of each tenant's [`Watch`], keyed by tenant.
+pub const WATCHES: &str = "watches";
+/// The store of open missing completions, keyed `tenant/exception id` (present: open).
+pub const MISSING_OPEN: &str = "missing-open";
+pub const STORES: &[&str] = &[OUTBOXES, WATCHES, MISSING_OPEN];
 /// The per-channel timer: a digest window ends, the next send's turn, a lost result.
 pub const WAKE: &str = "wake";
+/// The per-tenant timer of the watch: a counting window slides.
+pub const WATCH: &str = "watch";
 
 struct Names {
     alerts: String,
     exceptions: String,
     dead_letters: String,
     notifications: String,
+    signals: String,
     audit: String,
 }
 
@@ -57,6 +67,7 @@ impl Notifier {
             exceptions: t.name(topics::EXCEPTIONS),
             dead_letters: t.name(topics::DEAD_LETTERS),
             notifications: t.name(topics::NOTIFICATIONS),
+            signals: t.name(topics::NOTIFIER_SIGNALS),
             audit: t.name(topics::AUDIT),
         };
         Self {
@@ -247,6 +258,111 @@ impl Notifier {
     }
 }
 
+/// What an exception event counts for the watch.
+fn exception_signal(e: &ExceptionEvent) -> Option<Signal> {
+    let tenant = e.tenant_id.clone();
+    let exception_id = e.exception_id;
+    match (e.exception_type, e.status) {
+        (ExceptionType::CompletionMissing, ExceptionStatus::Open) => Some(Signal::MissingOpened {
+            tenant,
+            exception_id,
+        }),
+        (
+            ExceptionType::CompletionMissing,
+            ExceptionStatus::Resolved | ExceptionStatus::Ignored,
+        ) => Some(Signal::MissingClosed {
+            tenant,
+            exception_id,
+        }),
+        (ExceptionType::LaunchFailed | ExceptionType::CrmFailed, ExceptionStatus::Open) => {
+            Some(Signal::Failure {
+                tenant,
+                exception_id,
+                at_ms: e.occurred_at.timestamp_millis(),
+            })
+        }
+        _ => None,
+    }
+}
+
+impl Notifier {
+    fn signal(&self, ctx: &mut Context<'_>, signal: &Signal) {
+        // A tagged enum of strings and numbers always serialises.
+        let value = serde_json::to_vec(signal).unwrap_or_default();
+        ctx.emit(callstream_runtime::Output::new(
+            self.names.signals.clone(),
+            signal.tenant().as_bytes().to_vec(),
+            value,
+        ));
+    }
+
+    /// Counts a signal in its tenant's watch, then evaluates it.
+    fn on_signal(&self, ctx: &mut Context<'_>, signal: Signal) -> Result<(), ProcessError> {
+        let tenant = signal.tenant().to_owned();
+        // A missing completion counts once however often its opening or closing is seen.
+        let counts = match &signal {
+            Signal::MissingOpened { exception_id, .. }
+            | Signal::MissingClosed { exception_id, .. } => {
+                let key = format!("{tenant}/{exception_id}").into_bytes();
+                let open = ctx.get(MISSING_OPEN, &key).is_some();
+                match (&signal, open) {
+                    (Signal::MissingOpened { .. }, false) => {
+                        ctx.put(MISSING_OPEN, key, Vec::new());
+                        true
+                    }
+                    (Signal::MissingClosed { .. }, true) => {
+                        ctx.delete(MISSING_OPEN, key);
+                        true
+                    }
+                    _ => false,
+                }
+            }
+            _ => true,
+        };
+        let mut w = self.load_watch(ctx, &tenant)?;
+        if counts {
+            w.count(&signal, &self.config.thresholds);
+        }
+        self.evaluate(ctx, &tenant, w);
+        Ok(())
+    }
+
+    fn load_watch(&self, ctx: &Context<'_>, tenant: &str) -> Result<Watch, ProcessError> {
+        Ok(ctx
+            .get_json::<Watch>(WATCHES, tenant.as_bytes())
+            .map_err(|e| ProcessError::Invalid(format!("watch of {tenant}: {e}")))?
+            .unwrap_or_default())
+    }
+
+    /// Raises and resolves what the watch says, arms its timer and saves it.
+    fn evaluate(&self, ctx: &mut Context<'_>, tenant: &str, mut w: Watch) {
+        let now = ctx.wall_clock_ms();
+        let t = &self.config.thresholds;
+        for change in w.evaluate(tenant, now, t) {
+            tracing::warn!(%tenant, kind = %change.kind, status = %change.status,
+                detail = %change.detail, "notifier alert");
+            let alert = watch::alert(tenant, &change, now);
+            self.emit(ctx, &self.names.alerts.clone(), tenant, &alert);
+        }
+        let key = tenant.as_bytes().to_vec();
+        match w.next_wake(t) {
+            Some(due) => {
+                ctx.set_timer(TimeDomain::WallClock, WATCH, key.clone(), due.max(now), []);
+            }
+            None => ctx.cancel_timer(&TimerHandle {
+                domain: TimeDomain::WallClock,
+                name: WATCH.into(),
+                key: key.clone(),
+            }),
+        }
+        if w == Watch::default() {
+            ctx.delete(WATCHES, key);
+        } else if let Err(e) = ctx.put_json(WATCHES, key, &w) {
+            tracing::error!(%tenant, error = %e, "watch does not serialise");
+        }
+    }
+}
+
 impl Processor for Notifier {
     fn stores(&self) -> &'static [&'static str] {
         STORES
@@ -269,14 +385,30 @@ impl Processor for Notifier {
             Ok(())
         } else if record.topic == self.names.exceptions {
             let e = ExceptionEvent::decode(value()?).map_err(decode_error)?;
+            if let Some(signal) = exception_signal(&e) {
+                self.signal(ctx, &signal);
+            }
             if let Some(draft) = route::exception(&e) {
                 self.route(ctx, draft);
             }
             Ok(())
         } else if record.topic == self.names.dead_letters {
             // Never an error: a dead letter that failed here would be dead-lettered again.
-            self.route(ctx, route::dead_letter(&Self::letter(record)));
+            let letter = Self::letter(record);
+            self.signal(
+                ctx,
+                &Signal::DeadLetter {
+                    tenant: letter.tenant.clone(),
+                    source: letter.source.clone(),
+                    at_ms: record.timestamp_ms,
+                },
+            );
+            self.route(ctx, route::dead_letter(&letter));
             Ok(())
+        } else if record.topic == self.names.signals {
+            let signal: Signal = serde_json::from_slice(value()?)
+                .map_err(|e| ProcessError::Decode(format!("a notifier signal: {e}")))?;
+            self.on_signal(ctx, signal)
         } else {
             Err(ProcessError::Invalid(format!(
                 "the notifier does not read topic {}",
@@ -286,15 +418,18 @@ impl Processor for Notifier {
     }
 
     fn on_timer(&mut self, ctx: &mut Context<'_>, timer: &Timer) -> Result<(), ProcessError> {
-        if timer.handle.name != WAKE {
-            return Err(ProcessError::Invalid(format!(
-                "unknown timer {:?}",
-                timer.handle.name
-            )));
+        let key = String::from_utf8_lossy(&timer.handle.key).into_owned();
+        match timer.handle.name.as_str() {
+            WAKE => {
+                let outbox = Self::load(ctx, &key)?;
+                self.step(ctx, &key, outbox);
+            }
+            WATCH => {
+                let w = self.load_watch(ctx, &key)?;
+                self.evaluate(ctx, &key, w);
+            }
+            other => return Err(ProcessError::Invalid(format!("unknown timer {other:?}"))),
         }
-        let channel = String::from_utf8_lossy(&timer.handle.key).into_owned();
-        let outbox = Self::load(ctx, &channel)?;
-        self.step(ctx, &channel, outbox);
         Ok(())
     }
 
