@@ -2,6 +2,8 @@
 //! one artefact is built, shipped and versioned.
 
 mod demo;
+#[cfg(test)]
+mod metrics_catalog;
 mod process_cmd;
 mod signals;
 mod topics_cmd;

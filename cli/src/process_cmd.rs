@@ -66,11 +66,19 @@ impl Health {
 
 /// The contact processor's counters in a registry of their own (names
 /// `callstream_contact_*`), served after the runtime's.
-fn contact_metrics() -> (callstream_contact::ContactMetrics, OwnMetrics) {
+pub(crate) fn contact_metrics() -> (callstream_contact::ContactMetrics, OwnMetrics) {
+    let (metrics, registry) = contact_registry();
+    (metrics, Arc::new(move || encode(&registry)))
+}
+
+pub(crate) fn contact_registry() -> (
+    callstream_contact::ContactMetrics,
+    prometheus_client::registry::Registry,
+) {
     let metrics = callstream_contact::ContactMetrics::default();
     let mut registry = prometheus_client::registry::Registry::with_prefix("callstream");
     metrics.register(&mut registry);
-    (metrics, Arc::new(move || encode(&registry)))
+    (metrics, registry)
 }
 
 /// Runs `processor` until SIGTERM, serving its metrics (and `own`, the

@@ -186,6 +186,24 @@ impl Telemetry {
         }
     }
 
+    /// Gives every labelled family one series, so an exposition shows every metric (an
+    /// empty family is not encoded at all). For tests that list what is registered.
+    pub fn with_example_series(self) -> Self {
+        let tenant = || "example".to_owned();
+        self.lag.get_or_create(&ViewLabels { view: tenant() });
+        self.missing
+            .get_or_create(&TenantLabels { tenant: tenant() });
+        self.open_exceptions.get_or_create(&ExceptionLabels {
+            tenant: tenant(),
+            exception_type: tenant(),
+        });
+        self.delivery.get_or_create(&DeliveryLabels {
+            tenant: tenant(),
+            outcome: "accepted",
+        });
+        self
+    }
+
     pub fn stats(&self) -> &Arc<Stats> {
         &self.stats
     }

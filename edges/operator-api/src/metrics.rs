@@ -76,7 +76,8 @@ impl ApiMetrics {
         }
     }
 
-    fn record(&self, method: &str, route: &str, status: u16, seconds: f64) {
+    /// Counts one answered request.
+    pub fn record(&self, method: &str, route: &str, status: u16, seconds: f64) {
         let (method, route) = (method.to_owned(), route.to_owned());
         self.durations
             .get_or_create(&RouteLabels {
