@@ -38,7 +38,8 @@ fn services() -> Vec<Service> {
         .get_or_create(&callstream_runtime::metrics::PartitionLabels {
             topic: "t".into(),
             partition: 0,
-        });
+        })
+        .set(0);
 
     let (contact, contact_registry) = crate::process_cmd::contact_registry();
     let ids = callstream_contact::telemetry::Ids {

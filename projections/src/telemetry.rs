@@ -190,17 +190,24 @@ impl Telemetry {
     /// empty family is not encoded at all). For tests that list what is registered.
     pub fn with_example_series(self) -> Self {
         let tenant = || "example".to_owned();
-        self.lag.get_or_create(&ViewLabels { view: tenant() });
+        self.lag
+            .get_or_create(&ViewLabels { view: tenant() })
+            .set(0);
         self.missing
-            .get_or_create(&TenantLabels { tenant: tenant() });
-        self.open_exceptions.get_or_create(&ExceptionLabels {
-            tenant: tenant(),
-            exception_type: tenant(),
-        });
-        self.delivery.get_or_create(&DeliveryLabels {
-            tenant: tenant(),
-            outcome: "accepted",
-        });
+            .get_or_create(&TenantLabels { tenant: tenant() })
+            .set(0);
+        self.open_exceptions
+            .get_or_create(&ExceptionLabels {
+                tenant: tenant(),
+                exception_type: tenant(),
+            })
+            .set(0);
+        self.delivery
+            .get_or_create(&DeliveryLabels {
+                tenant: tenant(),
+                outcome: "accepted",
+            })
+            .set(0);
         self
     }
 
