@@ -81,12 +81,15 @@ pub async fn run_with_telemetry(
     let (stop_admin, admin_stops) = tokio::sync::oneshot::channel::<()>();
     let admin = match config.admin_listen {
         Some(addr) => {
-            let telemetry = telemetry.clone();
+            // Bound first: a port taken stops the start, as it does for every service.
+            let listener = callstream_platform::http::bind(addr)
+                .await
+                .map_err(|e| ProjectionError::Config(format!("admin listener: {e}")))?;
             let stopped = async {
                 let _ = admin_stops.await;
             };
-            let listener = crate::telemetry::serve_admin(addr, telemetry, stopped);
-            Some(tokio::spawn(listener))
+            let server = crate::telemetry::serve_admin(listener, telemetry.clone(), stopped);
+            Some(tokio::spawn(server))
         }
         None => None,
     };
@@ -105,10 +108,7 @@ pub async fn run_with_telemetry(
     let _ = stop_admin.send(());
     if let Some(admin) = admin {
         match admin.await {
-            Ok(Err(error)) => {
-                // A port taken is worth failing for: nobody would see the metrics.
-                return Err(ProjectionError::Config(format!("admin listener: {error}")));
-            }
+            Ok(Err(error)) => tracing::warn!(%error, "admin listener failed"),
             Err(error) => tracing::warn!(%error, "admin listener panicked"),
             Ok(Ok(())) => {}
         }

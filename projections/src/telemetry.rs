@@ -16,7 +16,6 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::future::Future;
-use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -36,6 +35,7 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::KafkaError;
 use rdkafka::{Offset, TopicPartitionList};
 use sqlx::PgPool;
+use tokio::net::TcpListener;
 
 use crate::store::{self, Stats};
 use crate::view::{Tables, View};
@@ -469,13 +469,12 @@ pub fn admin(telemetry: Arc<Telemetry>) -> Router {
         .with_state(telemetry)
 }
 
-/// Serves [`admin`] on `addr` until `shutdown` resolves.
+/// Serves [`admin`] on `listener` until `shutdown` resolves.
 pub async fn serve_admin(
-    addr: SocketAddr,
+    listener: TcpListener,
     telemetry: Arc<Telemetry>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), callstream_platform::http::ServeError> {
-    let listener = callstream_platform::http::bind(addr).await?;
     callstream_platform::http::serve(
         listener,
         admin(telemetry),
