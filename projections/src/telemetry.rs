@@ -66,6 +66,12 @@ struct DeliveryLabels {
     outcome: &'static str,
 }
 
+/// An assigned partition: physical topic, partition, logical topic.
+type Assigned = (String, i32, &'static str);
+
+/// A partition's end: (physical topic, partition) -> (logical topic, end offset).
+type End = ((String, i32), (&'static str, i64));
+
 /// The projections' metrics and readiness; cheap to share.
 #[derive(Debug)]
 pub struct Telemetry {
@@ -78,7 +84,7 @@ pub struct Telemetry {
     delivery: Family<DeliveryLabels, Gauge>,
     /// The assigned partitions (physical topic, partition, logical topic), set by the live
     /// loop once Postgres gave the stored offsets and Kafka the topics.
-    assigned: Mutex<Option<Vec<(String, i32, &'static str)>>>,
+    assigned: Mutex<Option<Vec<Assigned>>>,
     /// Records behind the end a view may be and still count as ready.
     ready_lag: i64,
     /// Label sets the last sample set, so a tenant whose count fell to none is dropped.
@@ -224,13 +230,13 @@ impl Telemetry {
         self.ready.get() == 1
     }
 
-    pub(crate) fn set_assigned(&self, partitions: Vec<(String, i32, &'static str)>) {
+    pub(crate) fn set_assigned(&self, partitions: Vec<Assigned>) {
         if let Ok(mut assigned) = self.assigned.lock() {
             *assigned = Some(partitions);
         }
     }
 
-    fn assigned(&self) -> Option<Vec<(String, i32, &'static str)>> {
+    fn assigned(&self) -> Option<Vec<Assigned>> {
         self.assigned.lock().ok().and_then(|a| a.clone())
     }
 
@@ -342,7 +348,7 @@ fn lags(
     views: &[View],
     keys: &[String],
     stored: &store::Offsets,
-    ends: &[((String, i32), (&'static str, i64))],
+    ends: &[End],
 ) -> Vec<(String, i64)> {
     views
         .iter()
@@ -397,10 +403,7 @@ impl PartitionEnds {
         }
     }
 
-    async fn read(
-        &self,
-        partitions: Vec<(String, i32, &'static str)>,
-    ) -> Result<Vec<((String, i32), (&'static str, i64))>, SampleError> {
+    async fn read(&self, partitions: Vec<Assigned>) -> Result<Vec<End>, SampleError> {
         let consumer = self.consumer.clone();
         tokio::task::spawn_blocking(move || {
             let mut list = TopicPartitionList::new();
