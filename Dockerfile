@@ -50,7 +50,8 @@ RUN groupadd --system --gid 10001 callstream \
 COPY --from=builder /out/callstream /usr/local/bin/callstream
 # Numeric, so a runtime can check it is not root without reading /etc/passwd.
 USER 10001:10001
-# gateway, operator API, a processor's /metrics /healthz /readyz (CALLSTREAM_METRICS_ADDR)
-EXPOSE 8080 8081 9400
+# gateway, operator API, a processor's /metrics /healthz /readyz (CALLSTREAM_METRICS_ADDR),
+# the admin listeners (/metrics) of the gateway, the operator API and the projections
+EXPOSE 8080 8081 9400 9401 9402 9403
 ENTRYPOINT ["callstream"]
 CMD ["--help"]

@@ -2,6 +2,8 @@
 //! one artefact is built, shipped and versioned.
 
 mod demo;
+#[cfg(test)]
+mod metrics_catalog;
 mod process_cmd;
 mod signals;
 mod topics_cmd;
@@ -51,6 +53,23 @@ enum Command {
     },
 }
 
+impl Command {
+    /// The `service` every log line of this process names.
+    fn service(&self) -> &'static str {
+        match self {
+            Self::Process(process) => process.name(),
+            Self::Sim(SimCommand::Voice(_)) => "sim-voice",
+            Self::Sim(SimCommand::Crm(_)) => "sim-crm",
+            Self::Sim(SimCommand::Workload(_)) => "workload",
+            Self::Demo(_) => "demo",
+            Self::Projections(_) => "projections",
+            Self::OperatorApi => "operator-api",
+            Self::Gateway { .. } => "gateway",
+            Self::Topics(_) | Self::Control(_) | Self::Tokens(_) => "cli",
+        }
+    }
+}
+
 #[derive(Subcommand)]
 enum SimCommand {
     /// The voice platform simulator (Twilio's Voice REST API subset, signed callbacks, faults).
@@ -63,8 +82,8 @@ enum SimCommand {
 
 #[tokio::main]
 async fn main() -> Result<()> {
-    callstream_platform::telemetry::init_tracing("info");
     let mut cli = Cli::parse();
+    callstream_platform::telemetry::init_service_tracing(cli.command.service(), "info");
     if let Command::Demo(args) = &mut cli.command {
         args.install_clock()?;
     }

@@ -1,12 +1,14 @@
 //! `callstream process <name>`: runs one stream processor on the runtime,
 //! with `/metrics` (the runtime's metrics and the processor's own, where it
-//! keeps any), `/healthz` and `/readyz` on a small HTTP server.
+//! keeps any, as one OpenMetrics exposition), `/healthz` (the process
+//! answers) and `/readyz` (the runtime has joined its group and restored
+//! and is processing every partition it was given) on a small HTTP server.
 //!
 //! The runtime loop blocks (rdkafka's transaction calls do), so it runs on
 //! a blocking thread; the HTTP server and the signal handler stay async.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
@@ -14,6 +16,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::get;
 use axum::Router;
+use callstream_platform::metrics::{encode, merge_expositions, response};
 use callstream_platform::{KafkaSettings, Topics};
 use callstream_runtime::{Processor, ProcessorSpec, RuntimeConfig, RuntimeMetrics};
 use clap::Args;
@@ -43,15 +46,14 @@ impl ProcessArgs {
     }
 }
 
-/// A processor's own metrics in the Prometheus text format, served on
+/// A processor's own metrics in the OpenMetrics text format, served on
 /// `/metrics` after the runtime's.
-type OwnMetrics = Arc<dyn Fn() -> String + Send + Sync>;
+pub(crate) type OwnMetrics = Arc<dyn Fn() -> String + Send + Sync>;
 
 #[derive(Clone)]
 struct Health {
     metrics: Arc<RuntimeMetrics>,
     own: Option<OwnMetrics>,
-    running: Arc<AtomicBool>,
 }
 
 impl Health {
@@ -62,20 +64,21 @@ impl Health {
     }
 }
 
-/// Several registries' text as one exposition: each ends in OpenMetrics'
-/// `# EOF`, which a scraper stops at, so it is kept once, at the very end.
-fn merge_expositions(parts: &[String]) -> String {
-    let mut out = String::new();
-    for line in parts
-        .iter()
-        .flat_map(|p| p.lines())
-        .filter(|l| *l != "# EOF")
-    {
-        out.push_str(line);
-        out.push('\n');
-    }
-    out.push_str("# EOF\n");
-    out
+/// The contact processor's counters in a registry of their own (names
+/// `callstream_contact_*`), served after the runtime's.
+pub(crate) fn contact_metrics() -> (callstream_contact::ContactMetrics, OwnMetrics) {
+    let (metrics, registry) = contact_registry();
+    (metrics, Arc::new(move || encode(&registry)))
+}
+
+pub(crate) fn contact_registry() -> (
+    callstream_contact::ContactMetrics,
+    prometheus_client::registry::Registry,
+) {
+    let metrics = callstream_contact::ContactMetrics::default();
+    let mut registry = prometheus_client::registry::Registry::with_prefix("callstream");
+    metrics.register(&mut registry);
+    (metrics, registry)
 }
 
 /// Runs `processor` until SIGTERM, serving its metrics (and `own`, the
@@ -98,25 +101,24 @@ pub async fn host<P: Processor>(
     let health = Health {
         metrics: config.metrics.clone(),
         own,
-        running: Arc::new(AtomicBool::new(true)),
     };
     let router = Router::new()
         .route(
             "/metrics",
-            get(|State(h): State<Health>| async move { h.exposition() }),
+            get(|State(h): State<Health>| async move { response(h.exposition()) }),
         )
         .route("/healthz", get(|| async { "ok" }))
         .route(
             "/readyz",
             get(|State(h): State<Health>| async move {
-                if h.running.load(Ordering::SeqCst) {
+                if h.metrics.is_ready() {
                     (StatusCode::OK, "ready")
                 } else {
-                    (StatusCode::SERVICE_UNAVAILABLE, "stopped")
+                    (StatusCode::SERVICE_UNAVAILABLE, "not ready")
                 }
             }),
         )
-        .with_state(health.clone());
+        .with_state(health);
     let listener = tokio::net::TcpListener::bind(args.metrics_addr)
         .await
         .with_context(|| format!("binding the metrics server to {}", args.metrics_addr))?;
@@ -132,7 +134,6 @@ pub async fn host<P: Processor>(
         tokio::task::spawn_blocking(move || callstream_runtime::run(processor, spec, config))
             .await
             .context("the processor thread panicked")?;
-    health.running.store(false, Ordering::SeqCst);
     server.abort();
     result.with_context(|| format!("processor {app_id} stopped with an error"))
 }
@@ -167,6 +168,21 @@ pub enum ProcessCommand {
     Notifier(ProcessArgs),
 }
 
+impl ProcessCommand {
+    /// The processor's name, as its subcommand spells it (the logs' `service`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Contact(_) => "contact",
+            Self::Scheduler(_) => "scheduler",
+            Self::LaunchDispatcher(_) => "launch-dispatcher",
+            Self::CompletionDetector(_) => "completion-detector",
+            Self::CrmDispatcher(_) => "crm-dispatcher",
+            Self::Recovery(_) => "recovery",
+            Self::Notifier(_) => "notifier",
+        }
+    }
+}
+
 /// Runs the chosen processor until SIGTERM.
 pub async fn run(command: ProcessCommand) -> Result<()> {
     match command {
@@ -175,11 +191,12 @@ pub async fn run(command: ProcessCommand) -> Result<()> {
             let config = callstream_contact::ContactConfig::new(&topics);
             let spec =
                 callstream_contact::spec(&topics, &app_id(&topics, callstream_contact::APP_ID));
+            let (metrics, own) = contact_metrics();
             host(
-                callstream_contact::processor(config),
+                callstream_contact::processor_with_metrics(config, metrics),
                 spec,
                 &args,
-                None,
+                Some(own),
                 |_| {},
             )
             .await
@@ -307,13 +324,26 @@ mod tests {
     use super::*;
 
     #[test]
-    fn merged_expositions_keep_every_metric_and_end_in_one_eof() {
-        let runtime = "# HELP a A.\n# TYPE a counter\na_total 1\n# EOF\n".to_owned();
-        let own = "# HELP b B.\n# TYPE b counter\nb_total 2\n# EOF\n".to_owned();
-        let merged = merge_expositions(&[runtime, own]);
-        assert_eq!(
-            merged,
-            "# HELP a A.\n# TYPE a counter\na_total 1\n# HELP b B.\n# TYPE b counter\nb_total 2\n# EOF\n"
+    fn the_contact_processors_counters_are_served_with_the_runtimes() {
+        let (metrics, own) = contact_metrics();
+        metrics.decision(
+            callstream_contact::DecisionKind::Plan,
+            uuid::Uuid::nil(),
+            "campaign_entry",
         );
+        let health = Health {
+            metrics: Arc::new(RuntimeMetrics::new("contact")),
+            own: Some(own),
+        };
+        let text = health.exposition();
+        assert!(
+            text.contains(
+                r#"callstream_contact_decisions_total{kind="plan",reason="campaign_entry"} 1"#
+            ),
+            "{text}"
+        );
+        assert!(text.contains("callstream_runtime_records_in_total"));
+        assert_eq!(text.matches("# EOF").count(), 1);
+        assert!(text.ends_with("# EOF\n"));
     }
 }

@@ -10,6 +10,7 @@ pub mod admin;
 pub mod clock;
 pub mod http;
 pub mod kafka;
+pub mod metrics;
 pub mod problem;
 pub mod settings;
 pub mod shutdown;

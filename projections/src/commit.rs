@@ -41,6 +41,7 @@ pub(crate) async fn commit_batch(
     pauser: &mut Pauser,
 ) -> Result<(), ProjectionError> {
     let mut mode = Mode::Fast;
+    let started = Instant::now();
     loop {
         let attempt = async {
             let mut tx = pool.begin().await?;
@@ -50,6 +51,9 @@ pub(crate) async fn commit_batch(
         match attempt.await {
             Ok(()) => {
                 pauser.succeeded();
+                stats
+                    .commit_seconds
+                    .observe(started.elapsed().as_secs_f64());
                 return Ok(());
             }
             Err(e) if is_transient(&e) => pauser.failed(&e).await,

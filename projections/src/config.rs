@@ -1,5 +1,6 @@
 //! Configuration of the projections, from the environment (with the dev stack's defaults).
 
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use callstream_platform::{KafkaSettings, SettingError, Settings, Topics};
@@ -45,7 +46,18 @@ pub struct ProjectionsConfig {
     /// Apply the migrations in `migrations/` at start (`CALLSTREAM_PROJECTIONS_MIGRATE`,
     /// default true).
     pub migrate: bool,
+    /// Where `/metrics`, `/healthz` and `/readyz` are served
+    /// (`CALLSTREAM_PROJECTIONS_ADMIN_LISTEN`, default `127.0.0.1:9403` from the
+    /// environment; `none` or unset in [`ProjectionsConfig::new`]: not served).
+    pub admin_listen: Option<SocketAddr>,
+    /// Records of lag (summed over a view's partitions) a view may have and still count
+    /// as ready (`CALLSTREAM_PROJECTIONS_READY_LAG`, default 1000).
+    pub ready_lag: i64,
 }
+
+/// Where the admin listener binds unless told otherwise: loopback, its own port.
+pub const DEFAULT_ADMIN_LISTEN: SocketAddr =
+    SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 9403);
 
 /// The dev stack's database.
 pub const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/callstream";
@@ -66,6 +78,8 @@ impl ProjectionsConfig {
             retry_max: Duration::from_secs(5),
             metadata_interval: Duration::from_secs(30),
             migrate: true,
+            admin_listen: None,
+            ready_lag: 1000,
         }
     }
 
@@ -112,6 +126,19 @@ impl ProjectionsConfig {
         if let Some(v) = settings.get("CALLSTREAM_PROJECTIONS_MIGRATE") {
             config.migrate = !matches!(v.trim(), "0" | "false" | "no" | "off");
         }
+        config.admin_listen = match settings.get("CALLSTREAM_PROJECTIONS_ADMIN_LISTEN") {
+            None => Some(DEFAULT_ADMIN_LISTEN),
+            Some(v) if matches!(v.trim(), "" | "none" | "off") => None,
+            Some(v) => Some(v.trim().parse().map_err(|_| {
+                ProjectionError::Config(format!(
+                    "CALLSTREAM_PROJECTIONS_ADMIN_LISTEN={v:?}: not an address such as 127.0.0.1:9403"
+                ))
+            })?),
+        };
+        let ready_lag = settings
+            .number("CALLSTREAM_PROJECTIONS_READY_LAG", 1000)
+            .map_err(config_error)?;
+        config.ready_lag = i64::try_from(ready_lag).unwrap_or(i64::MAX);
         Ok(config)
     }
 }

@@ -31,11 +31,13 @@ pub mod rebuild;
 pub mod runner;
 pub mod source;
 pub mod store;
+pub mod telemetry;
 pub mod view;
 
 pub use config::{parse_views, ProjectionsConfig};
 pub use error::{is_transient, ProjectionError};
 pub use rebuild::{rebuild, RebuildReport};
-pub use runner::{lazy_pool, migrate, run, run_with_stats};
+pub use runner::{lazy_pool, migrate, run, run_with_stats, run_with_telemetry};
 pub use store::Stats;
+pub use telemetry::Telemetry;
 pub use view::{Tables, UnknownView, View};

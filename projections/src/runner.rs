@@ -27,6 +27,7 @@ use crate::config::ProjectionsConfig;
 use crate::error::{is_transient, ProjectionError};
 use crate::source::{Source, TopicNames, TopicPartition};
 use crate::store::{self, Stats};
+use crate::telemetry::Telemetry;
 use crate::view::{Tables, View};
 
 /// A pool that connects lazily, so the projections start (and wait) while Postgres is down.
@@ -65,7 +66,63 @@ pub async fn run_with_stats(
     stats: Arc<Stats>,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), ProjectionError> {
+    let telemetry = Arc::new(Telemetry::new(stats, config.ready_lag));
+    run_with_telemetry(config, telemetry, shutdown).await
+}
+
+/// [`run`], counting into `telemetry`; its admin listener (`/metrics`, `/healthz`,
+/// `/readyz`) is served on `config.admin_listen`, if set, while the projections run.
+pub async fn run_with_telemetry(
+    config: ProjectionsConfig,
+    telemetry: Arc<Telemetry>,
+    shutdown: impl Future<Output = ()> + Send,
+) -> Result<(), ProjectionError> {
     let pool = lazy_pool(&config.database_url)?;
+    let (stop_admin, admin_stops) = tokio::sync::oneshot::channel::<()>();
+    let admin = match config.admin_listen {
+        Some(addr) => {
+            // Bound first: a port taken stops the start, as it does for every service.
+            let listener = callstream_platform::http::bind(addr)
+                .await
+                .map_err(|e| ProjectionError::Config(format!("admin listener: {e}")))?;
+            let stopped = async {
+                let _ = admin_stops.await;
+            };
+            let server = crate::telemetry::serve_admin(listener, telemetry.clone(), stopped);
+            Some(tokio::spawn(server))
+        }
+        None => None,
+    };
+    let sampler = {
+        let (telemetry, pool, views) = (telemetry.clone(), pool.clone(), config.views.clone());
+        let ends = crate::telemetry::PartitionEnds::new(&config.kafka);
+        tokio::spawn(async move {
+            loop {
+                telemetry.sample(&pool, &views, ends.as_ref()).await;
+                tokio::time::sleep(crate::telemetry::SAMPLE_INTERVAL).await;
+            }
+        })
+    };
+    let result = live(config, &telemetry, pool, shutdown).await;
+    sampler.abort();
+    let _ = stop_admin.send(());
+    if let Some(admin) = admin {
+        match admin.await {
+            Ok(Err(error)) => tracing::warn!(%error, "admin listener failed"),
+            Err(error) => tracing::warn!(%error, "admin listener panicked"),
+            Ok(Ok(())) => {}
+        }
+    }
+    result
+}
+
+async fn live(
+    config: ProjectionsConfig,
+    telemetry: &Telemetry,
+    pool: PgPool,
+    shutdown: impl Future<Output = ()> + Send,
+) -> Result<(), ProjectionError> {
+    let stats = telemetry.stats().clone();
     let mut pauser = Pauser::new(&config);
     if config.migrate {
         while let Err(e) = migrate(&pool).await {
@@ -100,6 +157,7 @@ pub async fn run_with_stats(
     }
     tracing::info!(views = ?views.iter().map(|v| v.name()).collect::<Vec<_>>(),
         partitions = source.assigned().count(), "projections running");
+    telemetry.set_assigned(source.assigned_logical());
     let mut last_discovery = Instant::now();
     // The next batch is read and decoded while the last one commits.
     let mut pipeline = Pipeline::new(
@@ -120,7 +178,7 @@ pub async fn run_with_stats(
             last_discovery = Instant::now();
             // New topics are looked for again next time; an outage must not stop the views.
             match assign_new(&mut source, &pool, &views, &keys, &mut pauser).await {
-                Ok(()) => {}
+                Ok(()) => telemetry.set_assigned(source.assigned_logical()),
                 Err(ProjectionError::Kafka(error)) => {
                     tracing::warn!(%error, "topic discovery failed; keeping the partitions assigned");
                 }

@@ -179,6 +179,17 @@ impl Source {
         self.assigned.keys()
     }
 
+    /// Every assigned partition with its logical topic (for the lag metric).
+    pub fn assigned_logical(&self) -> Vec<(String, i32, &'static str)> {
+        self.assigned
+            .keys()
+            .filter_map(|(topic, partition)| {
+                let logical = self.names.logical(topic)?;
+                Some((topic.to_string(), *partition, logical))
+            })
+            .collect()
+    }
+
     /// The consumer's fetch position of every assigned partition that has one.
     pub fn positions(&self) -> HashMap<TopicPartition, i64> {
         let mut out = HashMap::new();

@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use callstream_schemas::{decode_any, AnyEvent};
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use sqlx::{PgConnection, Postgres, Transaction};
 
 use crate::apply::{self, Located};
@@ -23,7 +24,7 @@ use crate::view::{Tables, View};
 pub type Offsets = HashMap<(String, String, i32), i64>;
 
 /// Counters of what the projections did, shared with whoever reports them.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Stats {
     /// Records applied (or skipped as already applied) and committed.
     pub records: AtomicU64,
@@ -35,6 +36,22 @@ pub struct Stats {
     pub tombstones: AtomicU64,
     /// Batches committed.
     pub batches: AtomicU64,
+    /// Time to apply and commit one batch in one commit lane, outages included.
+    pub commit_seconds: Histogram,
+}
+
+impl Default for Stats {
+    fn default() -> Self {
+        Self {
+            records: AtomicU64::default(),
+            undecodable: AtomicU64::default(),
+            unappliable: AtomicU64::default(),
+            tombstones: AtomicU64::default(),
+            batches: AtomicU64::default(),
+            // 1 ms .. ~16 s.
+            commit_seconds: Histogram::new(exponential_buckets(0.001, 2.0, 15)),
+        }
+    }
 }
 
 /// A record decoded once for every view.

@@ -156,6 +156,8 @@ fn start_child(db: &TestDb, topics: &callstream_platform::Topics) -> Result<Chil
             "--test-threads=1",
         ])
         .env("CALLSTREAM_PROJECTIONS_CHILD", "1")
+        // Not the default admin port: other runs on this machine may hold it.
+        .env("CALLSTREAM_PROJECTIONS_ADMIN_LISTEN", "none")
         .env("DATABASE_URL", &db.url)
         .env(
             "KAFKA_BOOTSTRAP_SERVERS",

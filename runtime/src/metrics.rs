@@ -1,5 +1,12 @@
-//! Prometheus metrics of one runtime instance. `encode` renders them in the
-//! text exposition format for a `/metrics` endpoint.
+//! Prometheus metrics of one runtime instance, and its readiness. `encode`
+//! renders them in the OpenMetrics text format for a `/metrics` endpoint
+//! (serve it with `callstream_platform::metrics::response`).
+//!
+//! Readiness (`ready`, also a gauge so a dashboard sees it): 1 once the
+//! consumer has joined its group and every assigned partition is restored
+//! and processing; 0 before that, while partitions are restored after a
+//! rebalance, and after the engine has stopped. A `/readyz` reads
+//! [`RuntimeMetrics::is_ready`].
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -36,6 +43,10 @@ pub struct RuntimeMetrics {
     pub open_timers: Gauge,
     pub timers_fired: Counter,
     pub consumer_lag: Family<PartitionLabels, Gauge>,
+    /// Input partitions whose tasks are installed (restored, processing).
+    pub assigned_partitions: Gauge,
+    /// 1 when joined, restored and processing (see the module's header).
+    pub ready: Gauge,
 }
 
 impl RuntimeMetrics {
@@ -57,6 +68,8 @@ impl RuntimeMetrics {
             open_timers: Gauge::default(),
             timers_fired: Counter::default(),
             consumer_lag: Family::default(),
+            assigned_partitions: Gauge::default(),
+            ready: Gauge::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -107,6 +120,16 @@ impl RuntimeMetrics {
             "Records behind the end of each input partition",
             metrics.consumer_lag.clone(),
         );
+        registry.register(
+            "assigned_partitions",
+            "Input partitions restored and processing on this instance",
+            metrics.assigned_partitions.clone(),
+        );
+        registry.register(
+            "ready",
+            "1 once the group is joined and every assigned partition is restored and processing",
+            metrics.ready.clone(),
+        );
         // Every handler's series exists from the start at 0, so a rate over
         // it works before the first failure.
         for handler in ["process", "on_timer", "on_effect"] {
@@ -122,12 +145,27 @@ impl RuntimeMetrics {
         }
     }
 
-    /// The metrics in Prometheus text format.
+    /// Whether the instance is joined, restored and processing.
+    pub fn is_ready(&self) -> bool {
+        self.ready.get() == 1
+    }
+
+    pub(crate) fn set_ready(&self, ready: bool) {
+        self.ready.set(i64::from(ready));
+    }
+
+    /// Forgets the lag of partitions this instance no longer consumes, so a
+    /// partition that moved away does not report its last lag for ever.
+    pub(crate) fn forget_lag(&self, topic: &str, partition: i32) {
+        self.consumer_lag.remove(&PartitionLabels {
+            topic: topic.to_owned(),
+            partition,
+        });
+    }
+
+    /// The metrics in the OpenMetrics text format (ends in `# EOF`).
     pub fn encode(&self) -> String {
-        let mut out = String::new();
-        // Writing into a String cannot fail.
-        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
-        out
+        callstream_platform::metrics::encode(&self.registry)
     }
 }
 

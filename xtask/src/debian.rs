@@ -1,4 +1,4 @@
-//! Debian's packages the stack and the tests need (PostgreSQL, Chromium), installed with
+//! Debian's packages the stack and the tests need (PostgreSQL, Chromium, promtool), installed with
 //! apt-get as root, or through sudo, when they are missing.
 
 use std::fs;
@@ -65,4 +65,16 @@ pub fn ensure_chromium() -> Result<()> {
         return Ok(());
     }
     install(&["chromium"])
+}
+
+/// Debian's promtool (package `prometheus`), which checks the scrape config and the alert
+/// rules in `deploy/prometheus/` and runs their unit tests.
+pub const PROMTOOL: &str = "/usr/bin/promtool";
+
+/// Installs promtool when it is missing.
+pub fn ensure_promtool() -> Result<()> {
+    if Path::new(PROMTOOL).is_file() {
+        return Ok(());
+    }
+    install(&["prometheus"])
 }

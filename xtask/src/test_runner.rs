@@ -59,10 +59,11 @@ pub fn test(layout: &Layout, args: &[String]) -> Result<()> {
     crate::layering::check(&layout.repo)?;
     crate::clock_rule::check(&layout.repo)?;
     stack::up(layout)?;
-    // The console's browser tests drive Debian's Chromium.
+    // The console's browser tests drive Debian's Chromium; the alert rules' tests, promtool.
     crate::debian::ensure_chromium()?;
     // The notifier's tests send email to a real SMTP server (aiosmtpd).
     crate::venv::AIOSMTPD.ensure(layout)?;
+    crate::debian::ensure_promtool()?;
     let binaries = build(layout, &args)?;
     println!(
         "test: built {} test binaries in {:.0}s",
@@ -234,7 +235,9 @@ fn binary_job(layout: &Layout, binary: &TestBinary, args: &[String], extra: &[St
         .envs(stack_env(layout))
         // What cargo test sets for a test binary at run time.
         .env("CARGO_MANIFEST_DIR", &binary.manifest_dir)
-        .env("CARGO_PKG_NAME", &binary.package);
+        .env("CARGO_PKG_NAME", &binary.package)
+        // promtool is installed above: the alert rules' test must run, never skip.
+        .env("CALLSTREAM_REQUIRE_PROMTOOL", "1");
     let label = if extra.is_empty() {
         binary.label()
     } else {

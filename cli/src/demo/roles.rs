@@ -195,7 +195,11 @@ pub fn print_running(run: &Run, children: &Children) {
         "\ndemo: still running (Ctrl-C stops everything): {}",
         children.names().join(", ")
     );
-    println!("  gateway            {}/metrics", run.gateway_url);
+    for (role, url) in &run.admin_urls {
+        if children.names().iter().any(|n| n == role) {
+            println!("  {role:<18} {url}/metrics");
+        }
+    }
     println!("  voice platform     curl -s {}/_sim/stats", run.voice_url);
     println!("  CRM                curl -s {}/_sim/stats", run.crm_url);
     println!(

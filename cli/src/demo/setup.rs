@@ -35,6 +35,9 @@ pub struct Run {
     pub crm_url: String,
     /// The operator API's base URL (a free loopback port).
     pub api_url: String,
+    /// The admin listeners (`/metrics`) of the gateway, the operator API and the
+    /// projections, each on a free loopback port: `(role, base URL)`.
+    pub admin_urls: Vec<(&'static str, String)>,
     /// `DATABASE_URL` as given (the server the run's database is created on).
     pub base_database_url: String,
     /// The run's own database: its name and URL (the roles' `DATABASE_URL`).
@@ -194,6 +197,24 @@ pub fn prepare(args: &DemoArgs) -> Result<Run> {
     let voice_url = format!("http://127.0.0.1:{voice}");
     let crm_url = format!("http://127.0.0.1:{crm}");
     let api_url = format!("http://127.0.0.1:{api}");
+    // Free ports, not the defaults: runs side by side (tests, a soak) must not collide.
+    let admins = [
+        ("gateway", "CALLSTREAM_GATEWAY_ADMIN_LISTEN", free_port()?),
+        (
+            "operator-api",
+            "CALLSTREAM_OPERATOR_API_ADMIN_LISTEN",
+            free_port()?,
+        ),
+        (
+            "projections",
+            "CALLSTREAM_PROJECTIONS_ADMIN_LISTEN",
+            free_port()?,
+        ),
+    ];
+    let admin_urls = admins
+        .iter()
+        .map(|(role, _, port)| (*role, format!("http://127.0.0.1:{port}")))
+        .collect();
     let control_path = args
         .control
         .clone()
@@ -222,6 +243,9 @@ pub fn prepare(args: &DemoArgs) -> Result<Run> {
     ];
     for (key, value) in run_env {
         env.insert(key.to_owned(), value);
+    }
+    for (_, key, port) in admins {
+        env.insert(key.to_owned(), format!("127.0.0.1:{port}"));
     }
     if let (Some(setting), Some(rate)) = (&args.clock_setting, args.clock_rate) {
         // Every role on the one scaled clock; calls at the voice platform last their real
@@ -259,6 +283,7 @@ pub fn prepare(args: &DemoArgs) -> Result<Run> {
         voice_url,
         crm_url,
         api_url,
+        admin_urls,
         base_database_url,
         database,
         database_url,

@@ -1,6 +1,8 @@
-//! The router and its shared state: webhook and launch-intake endpoints,
-//! `/healthz`, `/readyz` and `/metrics`. `app(state)` is all a test needs
-//! to drive the gateway without a socket.
+//! The routers and their shared state: `app` (webhook and launch-intake
+//! endpoints, `/healthz` and `/readyz` for the load balancer) on the public
+//! listener, and `admin` (`/metrics`, `/healthz`, `/readyz`) on the admin
+//! listener, so the public port never publishes the metrics. `app(state)`
+//! is all a test needs to drive the gateway without a socket.
 //!
 //! Order of checks on a webhook, cheapest and least trusting first:
 //! integration (404), content type (400), size (413), signature (401), rate
@@ -13,7 +15,7 @@ use std::time::Instant;
 
 use axum::extract::{Path, Request, State};
 use axum::http::request::Parts;
-use axum::http::{header, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -169,7 +171,18 @@ pub fn app(state: AppState) -> Router {
         )
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
+        .fallback(|| async { ApiError::NoRoute })
+        .method_not_allowed_fallback(|| async { ApiError::WrongMethod })
+        .with_state(state)
+}
+
+/// The admin listener's routes: `/metrics` (OpenMetrics text), and the
+/// health checks again for whoever watches the admin port.
+pub fn admin(state: AppState) -> Router {
+    Router::new()
         .route("/metrics", get(metrics))
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
         .fallback(|| async { ApiError::NoRoute })
         .method_not_allowed_fallback(|| async { ApiError::WrongMethod })
         .with_state(state)
@@ -346,12 +359,5 @@ async fn readyz(State(state): State<AppState>) -> Response {
 }
 
 async fn metrics(State(state): State<AppState>) -> Response {
-    (
-        [(
-            header::CONTENT_TYPE,
-            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-        )],
-        state.metrics_text(),
-    )
-        .into_response()
+    callstream_platform::metrics::response(state.metrics_text())
 }

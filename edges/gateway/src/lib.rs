@@ -24,7 +24,7 @@ pub mod testkit;
 pub mod trace;
 pub mod verify;
 
-pub use app::{app, AppState, StartError};
+pub use app::{admin, app, AppState, StartError};
 pub use config::GatewayConfig;
 pub use error::ApiError;
-pub use server::{run, serve};
+pub use server::{run, serve, serve_admin};

@@ -58,6 +58,7 @@ fn produce_histogram() -> Histogram {
 }
 
 /// Everything the gateway counts.
+#[derive(Debug)]
 pub struct Metrics {
     registry: Registry,
     requests: Family<OutcomeLabels, Counter>,

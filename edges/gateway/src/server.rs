@@ -1,14 +1,16 @@
-//! Running the gateway: bind, serve until the shutdown future resolves,
-//! then stop accepting, let in-flight requests finish (each waits at most
-//! for its delivery report), and flush the producer before returning.
-//! Binding and serving are `callstream_platform::http`'s; the flush is ours.
+//! Running the gateway: bind the public and the admin listener, serve until
+//! the shutdown future resolves, then stop accepting, let in-flight requests
+//! finish (each waits at most for its delivery report), and flush the
+//! producer before returning; the admin listener (`/metrics`) stays up until
+//! then, so the last scrape sees the end. Binding and serving are
+//! `callstream_platform::http`'s; the flush is ours.
 
 use std::future::Future;
 
 use callstream_platform::http;
 use tokio::net::TcpListener;
 
-use crate::app::{app, AppState, StartError};
+use crate::app::{admin, app, AppState, StartError};
 use crate::config::GatewayConfig;
 
 /// Runs the gateway with `config` until `shutdown` resolves.
@@ -18,7 +20,34 @@ pub async fn run(
 ) -> Result<(), StartError> {
     let state = AppState::new(&config)?;
     let listener = http::bind(config.listen).await?;
-    serve(listener, state, &config, shutdown).await
+    let admin_listener = http::bind(config.admin_listen).await?;
+    let (stop_admin, admin_stops) = tokio::sync::oneshot::channel::<()>();
+    let admin = tokio::spawn(serve_admin(admin_listener, state.clone(), async {
+        let _ = admin_stops.await;
+    }));
+    let served = serve(listener, state, &config, shutdown).await;
+    let _ = stop_admin.send(());
+    match admin.await {
+        Ok(Err(e)) => tracing::warn!(error = %e, "admin listener failed"),
+        Err(e) => tracing::warn!(error = %e, "admin listener panicked"),
+        Ok(Ok(())) => {}
+    }
+    served
+}
+
+/// Serves the admin routes (`/metrics`, `/healthz`, `/readyz`) on `listener`
+/// until `shutdown` resolves.
+pub async fn serve_admin(
+    listener: TcpListener,
+    state: AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), StartError> {
+    let limits = http::ServeLimits::default();
+    http::serve(listener, admin(state), limits, shutdown, |addr| {
+        tracing::info!(%addr, "gateway admin listener (/metrics) listening");
+    })
+    .await?;
+    Ok(())
 }
 
 /// Serves on an already bound listener (tests and benchmarks bind port 0).

@@ -258,14 +258,23 @@ async fn health_is_up_and_readiness_follows_the_broker() {
         .await;
     assert_eq!(ready.status, StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(ready.json["status"], "not_ready");
-    let metrics = gw
+    // The metrics are on the admin listener only, never on the public port.
+    let public = gw
         .send(Request::get("/metrics").body(Body::empty()).unwrap())
         .await;
+    assert_eq!(public.status, StatusCode::NOT_FOUND);
+    let metrics = gw
+        .send_admin(Request::get("/metrics").body(Body::empty()).unwrap())
+        .await;
     assert_eq!(metrics.status, StatusCode::OK);
-    assert!(metrics.headers["content-type"]
-        .to_str()
-        .unwrap()
-        .contains("openmetrics"));
+    assert_eq!(
+        metrics.headers["content-type"],
+        "application/openmetrics-text; version=1.0.0; charset=utf-8"
+    );
+    let admin_health = gw
+        .send_admin(Request::get("/healthz").body(Body::empty()).unwrap())
+        .await;
+    assert_eq!(admin_health.status, StatusCode::OK);
     let again = gw
         .send(Request::get("/readyz").body(Body::empty()).unwrap())
         .await;

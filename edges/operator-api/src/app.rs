@@ -21,6 +21,7 @@ use crate::auth::Principal;
 use crate::config::OperatorApiConfig;
 use crate::error::{ApiError, ErrorBody};
 use crate::limits::{self, Limits};
+use crate::metrics::ApiMetrics;
 use crate::model::CommandStatus;
 use crate::publish::Publisher;
 use crate::ready::Readiness;
@@ -56,6 +57,7 @@ struct Inner {
     issued: Mutex<HashMap<Uuid, Issued>>,
     limits: Limits,
     readiness: Readiness,
+    metrics: ApiMetrics,
 }
 
 /// What every handler shares.
@@ -69,6 +71,7 @@ impl AppState {
             publisher,
             limits: Limits::new(config.per_token, config.per_address, config.max_waiting),
             readiness: Readiness::new(config.ready_cache),
+            metrics: ApiMetrics::new(),
             config,
             issued: Mutex::new(HashMap::new()),
         }))
@@ -88,6 +91,11 @@ impl AppState {
 
     pub fn config(&self) -> &OperatorApiConfig {
         &self.0.config
+    }
+
+    /// The request metrics, as the admin listener's `/metrics` serves them.
+    pub fn metrics(&self) -> &ApiMetrics {
+        &self.0.metrics
     }
 
     pub(crate) fn remember(
@@ -355,6 +363,29 @@ pub fn app(state: AppState) -> Router {
             state.clone(),
             limits::per_address,
         ))
+        // Outermost, so the address limiter's 429s are counted too.
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            crate::metrics::track,
+        ))
+        .with_state(state)
+}
+
+/// The admin listener's routes: `/metrics` (OpenMetrics text) and the health checks again,
+/// with no token and no rate limit (the listener is for the people who run the API, on
+/// loopback by default).
+pub fn admin(state: AppState) -> Router {
+    Router::new()
+        .route(
+            "/metrics",
+            get(|State(state): State<AppState>| async move {
+                callstream_platform::metrics::response(state.metrics().encode())
+            }),
+        )
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .fallback(no_route)
+        .method_not_allowed_fallback(wrong_method)
         .with_state(state)
 }
 

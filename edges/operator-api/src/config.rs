@@ -20,6 +20,10 @@ pub struct ConfigError {
 pub struct OperatorApiConfig {
     /// Address to listen on (`CALLSTREAM_OPERATOR_API_LISTEN`, default `0.0.0.0:8081`).
     pub listen: SocketAddr,
+    /// The admin listener: `/metrics` (and `/healthz`, `/readyz` again), apart from the port
+    /// operators' browsers reach (`CALLSTREAM_OPERATOR_API_ADMIN_LISTEN`, default
+    /// `127.0.0.1:9402`, loopback: a scraper elsewhere needs a reachable address).
+    pub admin_listen: SocketAddr,
     /// Postgres holding the views and the tokens (`DATABASE_URL`; default the dev stack's).
     pub database_url: String,
     /// Kafka cluster the commands go to (`KAFKA_BOOTSTRAP_SERVERS`); client id
@@ -80,6 +84,7 @@ impl OperatorApiConfig {
     pub fn new(database_url: impl Into<String>, kafka: KafkaSettings, topics: Topics) -> Self {
         Self {
             listen: SocketAddr::from(([0, 0, 0, 0], 8081)),
+            admin_listen: SocketAddr::from(([127, 0, 0, 1], 9402)),
             database_url: database_url.into(),
             kafka,
             topics,
@@ -128,6 +133,13 @@ impl OperatorApiConfig {
                 name: "CALLSTREAM_OPERATOR_API_LISTEN",
                 value,
                 problem: "not an address such as 0.0.0.0:8081",
+            })?;
+        }
+        if let Some(value) = get("CALLSTREAM_OPERATOR_API_ADMIN_LISTEN") {
+            config.admin_listen = value.parse().map_err(|_| ConfigError {
+                name: "CALLSTREAM_OPERATOR_API_ADMIN_LISTEN",
+                value,
+                problem: "not an address such as 127.0.0.1:9402",
             })?;
         }
         for (name, field) in [

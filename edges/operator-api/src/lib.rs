@@ -24,6 +24,7 @@ pub mod dead_letters;
 pub mod error;
 pub mod extract;
 pub mod limits;
+pub mod metrics;
 pub mod model;
 pub mod publish;
 pub mod query;
@@ -32,11 +33,11 @@ pub mod ready;
 pub mod retry;
 pub mod server;
 
-pub use app::{app, ApiDoc, AppState};
+pub use app::{admin, app, ApiDoc, AppState};
 pub use auth::{
     check_tenant, create_token, create_token_expiring, hash_token, list_tokens, revoke_token,
     CreateTokenError, CreatedToken, Principal, Role, TokenInfo, UnknownRole,
 };
 pub use config::{ConfigError, OperatorApiConfig, RateLimit};
 pub use error::ApiError;
-pub use server::{run, serve, state, StartError};
+pub use server::{run, serve, serve_admin, state, StartError};

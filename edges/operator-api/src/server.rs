@@ -1,5 +1,6 @@
-//! Running the operator API: connect, bind, serve until the shutdown future resolves, then
-//! let in-flight requests finish and flush the producer. Binding and serving are
+//! Running the operator API: connect, bind the public and the admin listener (`/metrics`),
+//! serve until the shutdown future resolves, then let in-flight requests finish and flush
+//! the producer. Binding and serving are
 //! `callstream_platform::http`'s; the flush is ours.
 
 use std::future::Future;
@@ -9,7 +10,7 @@ use callstream_platform::http;
 use sqlx::postgres::PgPoolOptions;
 use tokio::net::TcpListener;
 
-use crate::app::{app, AppState};
+use crate::app::{admin, app, AppState};
 use crate::config::OperatorApiConfig;
 use crate::publish::Publisher;
 
@@ -43,7 +44,38 @@ pub async fn run(
 ) -> Result<(), StartError> {
     let state = state(&config)?;
     let listener = http::bind(config.listen).await?;
-    serve(listener, state, shutdown).await
+    let admin_listener = http::bind(config.admin_listen).await?;
+    let (stop_admin, admin_stops) = tokio::sync::oneshot::channel::<()>();
+    let admin = tokio::spawn(serve_admin(admin_listener, state.clone(), async {
+        let _ = admin_stops.await;
+    }));
+    let served = serve(listener, state, shutdown).await;
+    // The admin listener outlives the public one, so the last scrape sees the end.
+    let _ = stop_admin.send(());
+    match admin.await {
+        Ok(Err(e)) => tracing::warn!(error = %e, "admin listener failed"),
+        Err(e) => tracing::warn!(error = %e, "admin listener panicked"),
+        Ok(Ok(())) => {}
+    }
+    served
+}
+
+/// Serves the admin routes (`/metrics`, `/healthz`, `/readyz`) on `listener` until
+/// `shutdown` resolves.
+pub async fn serve_admin(
+    listener: TcpListener,
+    state: AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), StartError> {
+    http::serve(
+        listener,
+        admin(state),
+        http::ServeLimits::default(),
+        shutdown,
+        |addr| tracing::info!(%addr, "operator API admin listener (/metrics) listening"),
+    )
+    .await?;
+    Ok(())
 }
 
 /// Serves on an already bound listener (tests bind port 0).

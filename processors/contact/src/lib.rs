@@ -38,7 +38,7 @@ use callstream_runtime::{Processor, ProcessorSpec};
 pub use config::{ContactConfig, ContactTopics, APP_ID, CONTACTS_STORE, STORES};
 pub use control::{ControlRead, ControlSource};
 pub use processor::{ContactProcessor, PAUSE_RECHECK_TIMER};
-pub use telemetry::ContactMetrics;
+pub use telemetry::{ContactMetrics, DecisionKind};
 
 /// The contact processor, reading `control` through the runtime's global
 /// table; its counters are not registered anywhere.

@@ -222,7 +222,10 @@ impl<S: Switches> Step<'_, '_, '_, S> {
             .put_json(LEDGER, op.into_bytes(), &entry)
             .map_err(|e| invalid("ledger entry", e))?;
         self.cancel_timer(active.token);
-        self.env.config.metrics.settled(report.status.as_str());
+        self.env
+            .config
+            .metrics
+            .settled(&active.command.tenant_id, report.status.as_str());
         log_settled(&active, &self.contact, settled, &report);
         Ok(())
     }

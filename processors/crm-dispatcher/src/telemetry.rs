@@ -14,6 +14,8 @@ use crate::wire::Outcome;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct StatusLabels {
+    /// The tenant: a tenant's failure rate is what an alert watches (tenants are few).
+    pub tenant: String,
     pub status: String,
 }
 
@@ -36,7 +38,7 @@ pub struct ResultLabels {
 #[derive(Debug)]
 pub struct CrmMetrics {
     registry: Registry,
-    /// Commands settled, by `crm-result` status.
+    /// Commands settled, by tenant and `crm-result` status.
     pub settled: Family<StatusLabels, Counter>,
     /// CRM requests, by kind and outcome.
     pub requests: Family<RequestLabels, Counter>,
@@ -64,7 +66,7 @@ impl CrmMetrics {
         };
         registry.register(
             "commands_settled",
-            "CRM commands settled, by result status",
+            "CRM commands settled, by tenant and result status",
             metrics.settled.clone(),
         );
         registry.register(
@@ -88,8 +90,9 @@ impl CrmMetrics {
         }
     }
 
-    pub fn settled(&self, status: &str) {
+    pub fn settled(&self, tenant: &str, status: &str) {
         let labels = StatusLabels {
+            tenant: tenant.to_owned(),
             status: status.to_owned(),
         };
         self.settled.get_or_create(&labels).inc();
@@ -148,7 +151,7 @@ mod tests {
     #[test]
     fn counted_events_show_up_in_the_exposition() {
         let metrics = CrmMetrics::new();
-        metrics.settled("applied");
+        metrics.settled("acme", "applied");
         let refused = Outcome::Refused {
             status: 503,
             retry_after_ms: None,
@@ -159,7 +162,7 @@ mod tests {
         metrics.operator_retry("applied");
         let text = metrics.encode();
         for expected in [
-            "callstream_crm_dispatcher_commands_settled_total{status=\"applied\"} 1",
+            "callstream_crm_dispatcher_commands_settled_total{tenant=\"acme\",status=\"applied\"} 1",
             "callstream_crm_dispatcher_crm_requests_total{request=\"create\",outcome=\"refused_5xx\"} 1",
             "callstream_crm_dispatcher_retries_parked_total 1",
             "callstream_crm_dispatcher_operator_retries_total{result=\"applied\"} 1",

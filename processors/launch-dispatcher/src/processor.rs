@@ -148,7 +148,8 @@ impl LaunchDispatcher {
         match notice {
             Notice::Final(outcome) => {
                 let report = LaunchReport::of(outcome);
-                self.metrics.finished(report.status.as_str());
+                self.metrics
+                    .finished(&launch.tenant_id, report.status.as_str());
                 info!(launch = %launch.launch_id, contact = %launch.contact_id,
                     status = %report.status, reason = report.reason.unwrap_or_default(),
                     reconciled = report.reconciled, attempts = entry.attempts, "launch finished");

@@ -11,6 +11,8 @@ use prometheus_client::registry::Registry;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct StatusLabels {
+    /// The tenant: a tenant's failure rate is what an alert watches (tenants are few).
+    pub tenant: String,
     pub status: String,
 }
 
@@ -36,7 +38,7 @@ pub struct OpLabels {
 #[derive(Debug)]
 pub struct DispatchMetrics {
     registry: Registry,
-    /// Launches that reached a final status, by status.
+    /// Launches that reached a final status, by tenant and status.
     pub finished: Family<StatusLabels, Counter>,
     /// Launches that went to reconciliation, by why.
     pub ambiguous: Family<ReasonLabels, Counter>,
@@ -72,7 +74,7 @@ impl DispatchMetrics {
         };
         registry.register(
             "launches_finished",
-            "Launches that reached accepted, failed or shadow",
+            "Launches that reached a final status (accepted, failed, shadow, held, ...), by tenant",
             metrics.finished.clone(),
         );
         registry.register(
@@ -106,9 +108,10 @@ impl DispatchMetrics {
         }
     }
 
-    pub fn finished(&self, status: &str) {
+    pub fn finished(&self, tenant: &str, status: &str) {
         self.finished
             .get_or_create(&StatusLabels {
+                tenant: tenant.to_owned(),
                 status: status.to_owned(),
             })
             .inc();
@@ -152,12 +155,12 @@ mod tests {
     #[test]
     fn counted_events_show_up_in_the_exposition() {
         let metrics = DispatchMetrics::new();
-        metrics.finished("accepted");
+        metrics.finished("acme", "accepted");
         metrics.request("create", "transient", Some(0.02));
         metrics.second_calls.inc();
         let text = metrics.encode();
         for expected in [
-            "callstream_launch_dispatcher_launches_finished_total{status=\"accepted\"} 1",
+            "callstream_launch_dispatcher_launches_finished_total{tenant=\"acme\",status=\"accepted\"} 1",
             "callstream_launch_dispatcher_provider_requests_total{op=\"create\",outcome=\"transient\"} 1",
             "callstream_launch_dispatcher_second_calls_total 1",
             "callstream_launch_dispatcher_provider_request_seconds_count{op=\"create\"} 1",

@@ -43,6 +43,10 @@ pub(crate) struct Core {
     changelog_topics: Vec<String>,
     tasks: BTreeMap<i32, Task>,
     pending_restore: BTreeSet<i32>,
+    /// The consumer has joined its group (an assignment arrived, even an
+    /// empty one, or the statistics say the group is steady): one half of
+    /// readiness, the other being nothing left to restore.
+    joined: bool,
     /// Partitions revoked since the event loop last looked, whose tasks had
     /// been installed: the loop tells the processor (`on_revoke`).
     revoked: Vec<i32>,
@@ -80,6 +84,7 @@ impl Core {
             changelog_topics,
             tasks: BTreeMap::new(),
             pending_restore: BTreeSet::new(),
+            joined: false,
             revoked: Vec::new(),
             skipped: HashMap::new(),
             offsets: OffsetTracker::default(),
@@ -143,6 +148,20 @@ impl Core {
             warn!(%error, "resuming restored partitions failed");
         }
         self.update_timer_gauge();
+        self.update_partition_gauge();
+    }
+
+    /// The group said it is steady (statistics): an instance left without
+    /// partitions (more instances than partitions) is ready too.
+    pub fn joined(&mut self) {
+        self.joined = true;
+    }
+
+    /// Joined, and every assigned partition restored: what `/readyz` says.
+    /// Called by the event loop once a turn, after it installed what it restored.
+    pub fn update_readiness(&self) {
+        let ready = self.joined && self.pending_restore.is_empty();
+        self.config.metrics.set_ready(ready);
     }
 
     /// Partitions were assigned: hold them until their state is restored.
@@ -152,9 +171,13 @@ impl Core {
         assigned: &TopicPartitionList,
     ) {
         let partitions = partitions_of(assigned);
+        // An assignment, even an empty one, means the group has been joined.
+        self.joined = true;
         if partitions.is_empty() {
             return;
         }
+        // Not ready until these are restored (the event loop says when).
+        self.config.metrics.set_ready(false);
         info!(app = %self.spec.app_id, ?partitions, "partitions assigned; restoring their state");
         if let Err(error) = consumer.pause(assigned) {
             warn!(%error, "pausing assigned partitions failed");
@@ -188,8 +211,14 @@ impl Core {
         }
         self.skipped.retain(|(_, p), _| !partitions.contains(p));
         self.offsets.forget_partitions(&partitions);
+        for element in revoked.elements() {
+            self.config
+                .metrics
+                .forget_lag(element.topic(), element.partition());
+        }
         info!(app = %self.spec.app_id, ?partitions, "partitions revoked");
         self.update_timer_gauge();
+        self.update_partition_gauge();
     }
 
     /// Partitions revoked (after their tasks were installed) since the last call.
@@ -337,6 +366,11 @@ impl Core {
     /// Effects whose transaction has committed.
     pub fn take_ready_effects(&mut self) -> Vec<EffectRequest> {
         std::mem::take(&mut self.ready_effects)
+    }
+
+    fn update_partition_gauge(&self) {
+        let assigned = i64::try_from(self.tasks.len()).unwrap_or(i64::MAX);
+        self.config.metrics.assigned_partitions.set(assigned);
     }
 
     fn update_timer_gauge(&self) {

@@ -18,7 +18,7 @@ use super::core::{lock, Core};
 use super::effects::EffectExecutor;
 use super::rebalance::EngineContext;
 use super::restore::{GlobalReader, Restorer};
-use crate::api::{Processor, Record};
+use crate::api::{header, Processor, Record};
 use crate::error::RuntimeError;
 
 /// Most records handled between two checks of timers and commit.
@@ -99,6 +99,17 @@ pub(super) fn event_loop<P: Processor>(
                 }
                 Some(Ok(message)) => {
                     fill_record(&message, &mut record);
+                    // Every log line of this record's handling names its
+                    // correlation id. From the headers already parsed, borrowed:
+                    // no span at all when the record has none, and none when
+                    // `RUST_LOG` turns `callstream_runtime::record` off.
+                    let _record = record
+                        .headers
+                        .get_str(header::CORRELATION_ID)
+                        .map(|correlation_id| {
+                            tracing::info_span!(target: "callstream_runtime::record", "record", correlation_id)
+                                .entered()
+                        });
                     lock(core).handle(processor, &record, config.clock.now_ms());
                 }
             }
@@ -115,6 +126,7 @@ pub(super) fn event_loop<P: Processor>(
         }
         core.fire_timers(processor, config.clock.now_ms());
         core.maybe_commit(consumer);
+        core.update_readiness();
         core.take_fatal()?;
         executor.start(app_id, core.take_ready_effects());
     }

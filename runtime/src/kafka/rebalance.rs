@@ -33,8 +33,11 @@ impl ClientContext for EngineContext {
     fn stats(&self, statistics: Statistics) {
         for (topic, stats) in &statistics.topics {
             for (partition, p) in &stats.partitions {
-                // librdkafka reports -1 for partitions it does not consume.
-                if *partition >= 0 && p.consumer_lag >= 0 {
+                // -1 is librdkafka's internal UA partition.
+                if *partition < 0 {
+                    continue;
+                }
+                if p.consumer_lag >= 0 {
                     self.metrics
                         .consumer_lag
                         .get_or_create(&PartitionLabels {
@@ -42,8 +45,20 @@ impl ClientContext for EngineContext {
                             partition: *partition,
                         })
                         .set(p.consumer_lag);
+                } else {
+                    // A lag of -1: not consumed here (any more), so no series.
+                    self.metrics.forget_lag(topic, *partition);
                 }
             }
+        }
+        // A steady group with nothing for us still counts as joined: an
+        // instance beyond the partition count is ready, as a standby.
+        if statistics
+            .cgrp
+            .as_ref()
+            .is_some_and(|g| g.state == "up" && g.join_state == "steady")
+        {
+            self.with_core(Core::joined);
         }
     }
 }

@@ -156,6 +156,7 @@ pub fn run<P: Processor>(
     };
 
     let result = event_loop(&mut processor, &parts);
+    config.metrics.set_ready(false);
     let finish = match result {
         Ok(()) => lock(&core).commit(&consumer),
         // After a fatal error (fenced, most likely) nothing may commit: the

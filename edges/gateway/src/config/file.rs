@@ -91,6 +91,7 @@ impl SecretSource {
 #[serde(deny_unknown_fields)]
 pub struct FileConfig {
     pub listen: Option<String>,
+    pub admin_listen: Option<String>,
     pub public_base_url: Option<String>,
     pub produce_timeout_ms: Option<u64>,
     pub produce_linger_ms: Option<u64>,
@@ -161,6 +162,9 @@ impl FileConfig {
         let mut config = GatewayConfig::new(kafka, topics);
         if let Some(listen) = &self.listen {
             config.listen = parse_listen(listen)?;
+        }
+        if let Some(listen) = &self.admin_listen {
+            config.admin_listen = parse_listen(listen)?;
         }
         if let Some(url) = &self.public_base_url {
             config.public_base_url = normalise_base_url(url)?;

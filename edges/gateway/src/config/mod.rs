@@ -29,7 +29,14 @@ use crate::verify::standard_webhooks;
 #[derive(Debug, Clone)]
 pub struct GatewayConfig {
     /// Address to listen on (`CALLSTREAM_GATEWAY_LISTEN`, file `listen`; default `0.0.0.0:8080`).
+    /// It serves the webhooks and launch intake, and `/healthz` and `/readyz` for the load
+    /// balancer in front of it.
     pub listen: SocketAddr,
+    /// The admin listener: `/metrics` (and `/healthz`, `/readyz` again), kept off the public
+    /// port so request volumes and outcomes are not published to the internet
+    /// (`CALLSTREAM_GATEWAY_ADMIN_LISTEN`, file `admin_listen`; default `127.0.0.1:9401`,
+    /// loopback: a scraper elsewhere needs it set to a reachable address).
+    pub admin_listen: SocketAddr,
     /// The public scheme and host the voice platform calls, without a trailing
     /// slash (`CALLSTREAM_GATEWAY_PUBLIC_URL`, file `public_base_url`). Twilio
     /// signs the URL it called, so it is rebuilt from this plus the request's
@@ -78,6 +85,10 @@ pub struct GatewayConfig {
     /// The tenants allowed to post launch requests (file `[[tenants]]`).
     pub tenants: Vec<TenantConfig>,
 }
+
+/// Where `/metrics` is served unless configured otherwise: loopback, its own port.
+pub const DEFAULT_ADMIN_LISTEN: SocketAddr =
+    SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 9401);
 
 /// One webhook endpoint: `/v1/webhooks/{provider}/{id}`.
 #[derive(Debug, Clone)]
@@ -160,6 +171,7 @@ impl GatewayConfig {
     pub fn new(kafka: KafkaSettings, topics: Topics) -> Self {
         Self {
             listen: SocketAddr::from(([0, 0, 0, 0], 8080)),
+            admin_listen: DEFAULT_ADMIN_LISTEN,
             public_base_url: "http://localhost:8080".into(),
             kafka,
             topics,
@@ -211,6 +223,9 @@ impl GatewayConfig {
     pub fn apply_env(&mut self, env: &dyn Lookup) -> Result<(), ConfigError> {
         if let Some(listen) = env.var("CALLSTREAM_GATEWAY_LISTEN") {
             self.listen = parse_listen(&listen)?;
+        }
+        if let Some(listen) = env.var("CALLSTREAM_GATEWAY_ADMIN_LISTEN") {
+            self.admin_listen = parse_listen(&listen)?;
         }
         if let Some(url) = env.var("CALLSTREAM_GATEWAY_PUBLIC_URL") {
             self.public_base_url = normalise_base_url(&url)?;

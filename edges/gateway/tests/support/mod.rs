@@ -72,6 +72,8 @@ pub struct Gateway {
     pub config: GatewayConfig,
     pub state: AppState,
     pub router: Router,
+    /// The admin listener's routes (`/metrics`).
+    pub admin: Router,
     pub clock: ManualClock,
 }
 
@@ -82,6 +84,7 @@ impl Gateway {
             AppState::with_parts(&config, Arc::new(AvroCodec), Arc::new(clock.clone())).unwrap();
         Self {
             router: app(state.clone()),
+            admin: callstream_gateway::admin(state.clone()),
             config,
             state,
             clock,
@@ -94,7 +97,16 @@ impl Gateway {
 
     /// Sends one request through the router, no socket.
     pub async fn send(&self, request: Request<Body>) -> Reply {
-        let response = self.router.clone().oneshot(request).await.unwrap();
+        Self::answer(self.router.clone(), request).await
+    }
+
+    /// Sends one request through the admin listener's router.
+    pub async fn send_admin(&self, request: Request<Body>) -> Reply {
+        Self::answer(self.admin.clone(), request).await
+    }
+
+    async fn answer(router: Router, request: Request<Body>) -> Reply {
+        let response = router.oneshot(request).await.unwrap();
         let status = response.status();
         let headers = response.headers().clone();
         let bytes = response.into_body().collect().await.unwrap().to_bytes();
