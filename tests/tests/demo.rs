@@ -41,6 +41,11 @@ default_time_zone = "America/Chicago"
 [tenants.acme.completion]
 window_minutes = 1
 grace_minutes = 0
+[tenants.acme.notifications]
+digest_seconds = 5
+[[tenants.acme.notifications.routes]]
+kinds = ["*"]
+channel = "acme-hook"
 [tenants.acme.campaigns.spring-intake]
 windows = [{ days = "every_day", start = "00:00", end = "24:00" }]
 retry_delays_minutes = [1]
@@ -144,6 +149,7 @@ fn a_small_demo_recovers_every_dropped_completion_and_keeps_every_invariant() ->
         "crm",
         "views",
         "api",
+        "notifications",
         "invariants",
     ] {
         assert!(s.contains_key(section), "no {section} line in the summary");

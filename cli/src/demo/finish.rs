@@ -26,6 +26,7 @@ pub struct Sources<'a> {
     pub reader: &'a Reader,
     pub pool: Option<&'a PgPool>,
     pub outcome: &'a Outcome,
+    pub notify: &'a super::notify_sink::NotifySink,
 }
 
 /// Builds and prints the summary; returns the invariants that failed (or
@@ -39,6 +40,7 @@ pub async fn print_summary(src: Sources<'_>) -> Vec<&'static str> {
         reader,
         pool,
         outcome,
+        notify,
     } = src;
     // The roles may have committed a last transaction while stopping.
     if !reader
@@ -109,6 +111,7 @@ pub async fn print_summary(src: Sources<'_>) -> Vec<&'static str> {
             views,
             api,
             promises,
+            notifications: notify.summary(&tally.notifications_sent),
         },
     );
     print!("{}", render::text(&summary));

@@ -21,6 +21,7 @@ mod chaos;
 mod children;
 mod database;
 mod finish;
+mod notify_sink;
 mod promises;
 mod reader;
 mod records;
@@ -71,7 +72,7 @@ pub(crate) struct Outcome {
 
 /// Runs the demo.
 pub async fn run(args: DemoArgs) -> Result<()> {
-    let run = setup::prepare(&args)?;
+    let mut run = setup::prepare(&args)?;
     let exe = std::env::current_exe().context("locating the callstream binary")?;
     let available = roles::Available::probe(&exe);
     println!(
@@ -81,6 +82,19 @@ pub async fn run(args: DemoArgs) -> Result<()> {
         run.topics.partitions,
         run.log_dir.display()
     );
+    // The notifier sends to a local sink the demo runs (its chat and webhook channels).
+    let sink = notify_sink::NotifySink::start().await?;
+    let tenants: Vec<String> = run.control.tenants.keys().cloned().collect();
+    let channels = sink.channels_file(&run.log_dir, &tenants)?;
+    run.env.insert(
+        "CALLSTREAM_NOTIFIER_CHANNELS".into(),
+        channels.display().to_string(),
+    );
+    run.env.insert(
+        "CALLSTREAM_CONSOLE_URL".into(),
+        format!("{}/console", run.api_url),
+    );
+    let run = run;
     let topics = setup::create_topics(&run).await?;
     let changes = setup::apply_control(&run, &run.control, "demo set-up").await?;
     println!(
@@ -126,6 +140,7 @@ pub async fn run(args: DemoArgs) -> Result<()> {
             reader: &reader,
             pool: pool.as_ref(),
             outcome,
+            notify: &sink,
         })
         .await;
         if args.keep_running {

@@ -310,6 +310,21 @@ pub fn text(s: &Summary) -> String {
         ),
         x.dead_letters
     );
+    let n = &s.notifications;
+    let _ = writeln!(
+        o,
+        "\nnotified  {} messages ({} notifications) at the local sink {}: {}; by kind {}; \
+         {} recorded sent by the notifier, {} of them lost, {} repeated under their id, {} unsigned",
+        n.messages,
+        n.notifications,
+        n.sink,
+        list(&n.by_channel),
+        list(&n.by_kind),
+        n.sent_by_notifier,
+        n.lost,
+        n.repeated_ids,
+        n.unsigned_webhooks
+    );
     v.write_text(&mut o);
     let p = &s.promises;
     let _ = writeln!(
@@ -370,6 +385,7 @@ pub fn json_lines(s: &Summary) -> Vec<String> {
         line("api", &serde_json::json!({ "api": s.api })),
         line("promises", &s.promises),
         line("records", &s.records),
+        line("notifications", &s.notifications),
         line("invariants", &s.invariants),
     ]
 }

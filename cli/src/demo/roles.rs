@@ -26,6 +26,7 @@ const PROCESSORS: &[&str] = &[
     "completion-detector",
     "crm-dispatcher",
     "recovery",
+    "notifier",
 ];
 
 /// The Postgres side: the views, and the API that serves them.
@@ -184,7 +185,15 @@ pub fn observed_topics(run: &Run) -> Vec<String> {
     topics::ALL
         .iter()
         .map(|(name, _)| *name)
-        .filter(|name| *name != topics::CONTROL && *name != topics::DELIVERY_PARTIALS)
+        // The internal repartition topics with JSON values are the processors' own.
+        .filter(|name| {
+            ![
+                topics::CONTROL,
+                topics::DELIVERY_PARTIALS,
+                topics::NOTIFIER_SIGNALS,
+            ]
+            .contains(name)
+        })
         .map(|name| run.topic(name))
         .collect()
 }

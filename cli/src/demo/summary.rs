@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use super::api::Api;
 use super::by_launch::{self, CrmPerLaunch, Dropped};
+use super::notify_sink::Notifications;
 use super::promises::Promises;
 use super::records::{self, Records};
 use super::sections::{self, Calls, Completions, Crm, Exceptions, Intake, Jobs};
@@ -33,6 +34,7 @@ pub struct Summary {
     pub api: Option<Api>,
     pub promises: Promises,
     pub records: Records,
+    pub notifications: Notifications,
     pub invariants: Invariants,
 }
 
@@ -86,6 +88,8 @@ pub struct Invariants {
     /// Nothing reached the dead-letter topic, and every record on the topics decoded.
     pub no_dead_letters: bool,
     pub operator_api_answers: bool,
+    /// Every message the notifier recorded as sent reached the demo's sink, signed.
+    pub notifications_delivered: bool,
     pub settled: bool,
 }
 
@@ -100,7 +104,7 @@ impl Invariants {
     }
 
     /// Every invariant, with its name.
-    pub fn all(&self) -> [(&'static str, bool); 18] {
+    pub fn all(&self) -> [(&'static str, bool); 19] {
         [
             ("every launch request accepted", self.every_request_accepted),
             ("launches went out when due", self.launches_when_due),
@@ -143,6 +147,10 @@ impl Invariants {
             ("views agree with the topics", self.views_agree_with_topics),
             ("no dead letters", self.no_dead_letters),
             ("operator API answers", self.operator_api_answers),
+            (
+                "every notification sent reached its channel, signed",
+                self.notifications_delivered,
+            ),
             ("pipeline settled", self.settled),
         ]
     }
@@ -158,6 +166,7 @@ pub struct Context<'a> {
     pub views: Views,
     pub api: Option<Api>,
     pub promises: Promises,
+    pub notifications: Notifications,
 }
 
 pub fn build(t: &Tally, sims: &SimStats, cx: Context<'_>) -> Summary {
@@ -195,6 +204,7 @@ pub fn build(t: &Tally, sims: &SimStats, cx: Context<'_>) -> Summary {
         views_agree_with_topics: cx.views.agree(),
         no_dead_letters: exceptions.dead_letters == 0 && exceptions.undecodable == 0,
         operator_api_answers: cx.api.as_ref().is_some_and(Api::answered),
+        notifications_delivered: cx.notifications.ok(),
         settled: cx.run.settled,
     };
     Summary {
@@ -211,6 +221,7 @@ pub fn build(t: &Tally, sims: &SimStats, cx: Context<'_>) -> Summary {
         api: cx.api,
         promises: cx.promises,
         records,
+        notifications: cx.notifications,
         invariants,
     }
 }

@@ -46,6 +46,8 @@ pub struct Tally {
     pub launch_requests: HashSet<Uuid>,
     /// `contact.launch_request` refusals by reason.
     pub requests_refused: BTreeMap<String, u64>,
+    /// Messages the notifier recorded as sent (`notification.sent`), by message id.
+    pub notifications_sent: std::collections::BTreeSet<String>,
     pub launch_due: HashSet<Uuid>,
 
     /// Plan requests by job id: origin, reason.
@@ -189,6 +191,9 @@ impl Tally {
                 self.alerts.insert(a.alert_id, a.status.as_str().to_owned());
             }
             AnyEvent::AuditEvent(a) => {
+                if a.action == callstream_notifier::AUDIT_SENT {
+                    self.notifications_sent.insert(a.subject_id.clone());
+                }
                 let result = match a.result {
                     AuditResult::Applied => "applied",
                     _ => "rejected",
