@@ -379,6 +379,32 @@ per_minute = 120
         );
     }
 
+    /// The deployment example reads as it says, with its secrets in files beside it.
+    #[test]
+    fn the_example_channels_file_is_valid() {
+        let example = include_str!("../../../deploy/notifier/channels.toml");
+        let dir = std::env::temp_dir().join(format!("channels-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("secrets")).unwrap();
+        for (file, text) in [
+            ("smtp-password", "p"),
+            (
+                "acme-slack-webhook-url",
+                "https://hooks.slack.com/services/T/B/X",
+            ),
+            (
+                "ops-webhook-secret",
+                "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+            ),
+        ] {
+            std::fs::write(dir.join("secrets").join(file), text).unwrap();
+        }
+        let c = Channels::parse(example, &dir).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(c.channels.len(), 3);
+        assert!(c.get("ops-webhook").unwrap().admits("anyone"));
+        assert_eq!(c.smtp.unwrap().port, 587);
+    }
+
     #[test]
     fn unusable_channels_are_refused_with_where() {
         let cases = [
