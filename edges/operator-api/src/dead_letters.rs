@@ -1,11 +1,14 @@
 //! Replaying a dead letter: the record a processor could not handle is sent again to the
 //! topic it came from (same key, value and headers, plus `replayed-from`), together with
-//! the audit event that says who replayed it and why, in one Kafka transaction. Only a
+//! the audit event that says who replayed it and why, and the resolution of the letter's
+//! `dead_letter` exception (which the notifier opened), in one Kafka transaction. Only a
 //! record's letter can be replayed (a timer's or an effect's is for reading), only to a
 //! topic of this deployment, and only by an operator of the letter's tenant.
 
 use axum::extract::State;
-use callstream_schemas::AUDIT_DEAD_LETTER_REPLAY;
+use callstream_schemas::{
+    ExceptionEvent, ExceptionStatus, ExceptionType, AUDIT_DEAD_LETTER_REPLAY,
+};
 use rdkafka::message::{Header, OwnedHeaders};
 use uuid::Uuid;
 
@@ -29,7 +32,8 @@ type LetterParts = (
     Option<String>,
 );
 
-/// Send a dead letter's record again to the topic it came from.
+/// Send a dead letter's record again to the topic it came from (which resolves the
+/// letter's `dead_letter` exception).
 #[utoipa::path(post, path = "/v1/dead-letters/{letter_id}/replay", tag = "actions",
     params(("letter_id" = Uuid, Path), WaitParam, crate::app::TenantHeader), request_body(content = ReasonBody),
     security(("bearer" = [])),
@@ -95,18 +99,45 @@ pub async fn replay(
         Some(format!("sent again to {topic}")),
     );
     let id = audit.event_id;
-    let audit_topic = state
-        .config()
-        .topics
-        .name(callstream_platform::topics::AUDIT);
+    let key = key.unwrap_or_default();
+    // The letter's dead_letter exception (the notifier opened it under the letter's id) is
+    // resolved by the replay, in the same transaction.
+    let resolved = ExceptionEvent {
+        event_id: Uuid::new_v5(&id, b"dead-letter-exception-resolved"),
+        tenant_id: principal.tenant_id.clone(),
+        occurred_at: audit.occurred_at,
+        causation_id: Some(id),
+        correlation_id: Some(id),
+        exception_id: letter_id,
+        status: ExceptionStatus::Resolved,
+        exception_type: ExceptionType::DeadLetter,
+        urgent: false,
+        contact_id: String::from_utf8_lossy(&key).into_owned(),
+        campaign_id: None,
+        job_id: None,
+        launch_id: None,
+        call_id: None,
+        operation_id: None,
+        reason: "replayed".into(),
+        detail: Some(format!("sent again to {topic}")),
+        actor: audit.actor.clone(),
+        assignee: None,
+    };
+    let names = &state.config().topics;
+    let (audit_topic, exceptions_topic) = (
+        names.name(callstream_platform::topics::AUDIT),
+        names.name(callstream_platform::topics::EXCEPTIONS),
+    );
+    let exception_key = resolved.contact_id.clone();
     let records = vec![
         Prepared {
             topic,
-            key: key.unwrap_or_default(),
+            key,
             payload,
             headers: record_headers,
         },
         Prepared::event(audit_topic, &principal.tenant_id, &audit.into())?,
+        Prepared::event(exceptions_topic, &exception_key, &resolved.into())?,
     ];
     state.publisher().send_together(records, id).await?;
     accepted(

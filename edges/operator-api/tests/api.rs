@@ -1116,6 +1116,29 @@ async fn dead_letters_are_listed_and_replayed_to_where_they_came_from() -> Resul
         log["items"][0]["reason"], "fixed the campaign settings",
         "{log}"
     );
+    // The replay resolved the letter's dead_letter exception (its id is the letter's), by
+    // the operator, in the same transaction.
+    let mut resolved = Value::Null;
+    for _ in 0..200 {
+        let (_, page) = call(
+            &env,
+            "GET",
+            "/v1/exceptions?status=all&exception_type=dead_letter",
+            Some(&viewer),
+            None,
+            &[],
+        )
+        .await?;
+        if let Some(e) = page["items"]
+            .as_array()
+            .and_then(|i| i.iter().find(|e| e["exception_id"] == record["letter_id"]))
+        {
+            resolved = e.clone();
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(resolved["status"], "resolved", "{resolved}");
     Ok(())
 }
 

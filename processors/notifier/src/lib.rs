@@ -1,5 +1,6 @@
 //! The notifier (`callstream process notifier`): every alert raised or resolved, every
-//! exception opened and every dead letter reaches a person, on the channels each tenant's
+//! exception opened and every dead letter (through the `dead_letter` exception the notifier
+//! opens for it) reaches a person, on the channels each tenant's
 //! routes (in `control`) name: a chat webhook (Slack-compatible), a webhook signed with
 //! Standard Webhooks, or email over SMTP.
 //!
@@ -51,6 +52,11 @@ pub const APP_ID: &str = "notifier";
 
 /// The notifier, ready for `callstream_runtime::run` or the test driver.
 pub fn processor(config: NotifierConfig, metrics: NotifierMetrics) -> Notifier {
+    let mut config = config;
+    // A lost result is judged on the runtime's clock, which a demo runs faster than real
+    // time; a send takes real time.
+    config.result_timeout =
+        callstream_runtime::process_clock().business_span(config.result_timeout);
     Notifier::new(config, metrics)
 }
 

@@ -403,7 +403,20 @@ impl Processor for Notifier {
                     at_ms: record.timestamp_ms,
                 },
             );
-            self.route(ctx, route::dead_letter(&letter));
+            // The letter opens an exception (an operator acts on it, and it is notified from
+            // there), named as the dead-letters view names the letter.
+            let letter_id = callstream_domain::ids::view::dead_letter(
+                &record.topic,
+                record.partition,
+                record.offset,
+            );
+            let key = record
+                .key
+                .as_deref()
+                .map(String::from_utf8_lossy)
+                .unwrap_or_default();
+            let exception = route::dead_letter_exception(&letter, letter_id, &key);
+            self.emit(ctx, &self.names.exceptions.clone(), &key, &exception);
             Ok(())
         } else if record.topic == self.names.signals {
             let signal: Signal = serde_json::from_slice(value()?)

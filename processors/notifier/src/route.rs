@@ -2,6 +2,9 @@
 //! letter becomes one [`Notification`] per channel that the tenant's routes (and the
 //! deployment's, under `*`) name and that admits the tenant. Pure.
 //!
+//! A dead letter is notified through the `dead_letter` exception it opens (see
+//! [`dead_letter_exception`]).
+//!
 //! Not notified: exceptions other than their opening, and `notification_failed`
 //! exceptions (the notifier's own: a channel that is down must not notify about itself in
 //! a loop; they are in the console).
@@ -9,8 +12,8 @@
 use callstream_domain::ids::notifier as ids;
 use callstream_kit::control::{NotificationPolicy, ALL_TENANTS};
 use callstream_schemas::{
-    Alert, AlertKind, AlertStatus, ExceptionEvent, ExceptionStatus, ExceptionType, Notification,
-    NotificationSeverity, Timestamp,
+    Actor, Alert, AlertKind, AlertStatus, ExceptionEvent, ExceptionStatus, ExceptionType,
+    Notification, NotificationSeverity, Timestamp,
 };
 use uuid::Uuid;
 
@@ -153,7 +156,10 @@ pub fn exception(e: &ExceptionEvent) -> Option<Draft> {
             e.contact_id
         ),
         text,
-        console_path: format!("/exceptions?exception_type={}", e.exception_type),
+        console_path: match e.exception_type {
+            ExceptionType::DeadLetter => "/dead-letters".into(),
+            t => format!("/exceptions?exception_type={t}"),
+        },
         subject_id: Some(e.exception_id.to_string()),
         about: format!("exception/{}/open", e.exception_id),
         causation_id: Some(e.event_id),
@@ -163,25 +169,33 @@ pub fn exception(e: &ExceptionEvent) -> Option<Draft> {
     })
 }
 
-/// The draft of a dead letter.
-pub fn dead_letter(l: &Letter) -> Draft {
-    Draft {
-        tenant: l.tenant.clone(),
-        kind: "dead_letter".into(),
-        digest_key: format!("{}/dead_letter", l.tenant),
-        severity: NotificationSeverity::Warning,
-        title: format!("[{}] dead letter from {}", l.tenant, l.app),
-        text: format!(
-            "{} could not handle a {} ({}) and parked it on the dead-letter topic: {}.\n\
-             Look at it and replay it from the console once the cause is fixed.",
-            l.app, l.kind, l.source, l.reason
-        ),
-        console_path: "/dead-letters".into(),
-        subject_id: Some(l.source.clone()),
-        about: format!("dead_letter/{}", l.source),
+/// The exception a dead letter opens: its id is the letter's (as the dead-letters view
+/// names it), so the console links the two and an operator's replay resolves it.
+pub fn dead_letter_exception(l: &Letter, letter_id: Uuid, key: &str) -> ExceptionEvent {
+    ExceptionEvent {
+        event_id: ids::record(&letter_id, "dead-letter-exception-open"),
+        tenant_id: l.tenant.clone(),
+        occurred_at: l.at,
         causation_id: l.event_id,
         correlation_id: l.correlation_id,
-        at: l.at,
+        exception_id: letter_id,
+        status: ExceptionStatus::Open,
+        exception_type: ExceptionType::DeadLetter,
+        urgent: false,
+        contact_id: key.to_owned(),
+        campaign_id: None,
+        job_id: None,
+        launch_id: None,
+        call_id: None,
+        operation_id: None,
+        reason: "dead_letter".into(),
+        detail: Some(format!(
+            "{} could not handle a {} ({}) and parked it on the dead-letter topic: {}. \
+             Look at it, and replay it from the console once the cause is fixed.",
+            l.app, l.kind, l.source, l.reason
+        )),
+        actor: Actor::system(crate::emit::ACTOR),
+        assignee: None,
     }
 }
 

@@ -168,7 +168,24 @@ fn a_dead_letter_raises_an_alert_that_resolves_when_the_window_passes() {
     );
     let raised: Vec<Alert> = d.outputs(&name(topics::ALERTS));
     assert!(raised.is_empty(), "piped back in: {raised:?}");
-    let _: Vec<ExceptionEvent> = d.outputs(&name(topics::EXCEPTIONS));
+    // The letter opened an exception under the id the dead-letters view gives it (the
+    // first record of its partition of the dead-letter topic).
+    let opened: Vec<ExceptionEvent> = d.outputs(&name(topics::EXCEPTIONS));
+    assert_eq!(opened.len(), 1);
+    assert_eq!(opened[0].exception_type, ExceptionType::DeadLetter);
+    assert_eq!(opened[0].status, ExceptionStatus::Open);
+    let letter = d.records(&name(topics::EXCEPTIONS))[0].key.clone().unwrap();
+    assert_eq!(letter, b"c-1");
+    let partition = callstream_runtime::partitioner::partition_for_key(b"c-1", 4);
+    assert_eq!(
+        opened[0].exception_id,
+        callstream_domain::ids::view::dead_letter(&name(topics::DEAD_LETTERS), partition, 0)
+    );
+    assert!(opened[0]
+        .detail
+        .as_deref()
+        .unwrap()
+        .contains("schedule-requests/0/7"));
 }
 
 fn opened(contact: &str, t: ExceptionType, id: Uuid) -> ExceptionEvent {

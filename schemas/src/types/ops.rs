@@ -28,6 +28,13 @@ avro_enum! {
         /// A notification could not be sent for good (the notifier never notifies these,
         /// so a channel that is down does not notify about itself in a loop).
         NotificationFailed => "notification_failed",
+        /// A record, timer or effect result a processor could not handle, parked on the
+        /// dead-letter topic (the exception's id is the letter's; a replay resolves it).
+        DeadLetter => "dead_letter",
+        /// A lead that cannot be called (barred, or no usable phone number) ended failed.
+        LeadUnreachable => "lead_unreachable",
+        /// A record the projections could not apply to the views, and skipped.
+        UnappliableRecord => "unappliable_record",
     }
 }
 
