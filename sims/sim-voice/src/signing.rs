@@ -10,22 +10,8 @@ use base64::Engine as _;
 use hmac::{Hmac, Mac};
 use sha1::Sha1;
 
-/// A `whsec_` secret that is not one.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("a Standard Webhooks secret is `whsec_` followed by base64")]
-pub struct BadSecret;
-
-/// The key bytes of a `whsec_<base64>` secret.
-pub fn decode_whsec(text: &str) -> Result<Vec<u8>, BadSecret> {
-    let encoded = text.trim().strip_prefix("whsec_").ok_or(BadSecret)?;
-    let key = base64::engine::general_purpose::STANDARD
-        .decode(encoded)
-        .map_err(|_| BadSecret)?;
-    if key.is_empty() {
-        return Err(BadSecret);
-    }
-    Ok(key)
-}
+/// The key bytes of a `whsec_<base64>` secret (the platform's one reading of them).
+pub use callstream_platform::standard_webhooks::{decode_secret as decode_whsec, BadSecret};
 
 /// The `X-Twilio-Signature` value of `params` posted to `url`.
 pub fn twilio_signature(auth_token: &str, url: &str, params: &[(String, String)]) -> String {
