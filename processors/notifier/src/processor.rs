@@ -209,7 +209,7 @@ impl Notifier {
             Settled::Sent(message) => {
                 self.metrics.sent(channel, &message);
                 let audit = emit::sent(&message, channel, now);
-                self.emit(ctx, &self.names.audit.clone(), &message.tenant, &audit);
+                self.emit(ctx, &self.names.audit, &message.tenant, &audit);
             }
             Settled::Retry { at_ms, reason } => {
                 self.metrics.retried(channel);
@@ -220,11 +220,12 @@ impl Notifier {
                 tracing::error!(%channel, message_id = %message.message_id, %reason,
                     "notification failed for good; exception opened");
                 let (audit, exception) = emit::failed(&message, channel, &reason, now);
-                self.emit(ctx, &self.names.audit.clone(), &message.tenant, &audit);
+                self.emit(ctx, &self.names.audit, &message.tenant, &audit);
+                // Keyed as every exception is, by its contact (here the channel).
                 self.emit(
                     ctx,
-                    &self.names.exceptions.clone(),
-                    &message.tenant,
+                    &self.names.exceptions,
+                    &exception.contact_id,
                     &exception,
                 );
             }
@@ -342,7 +343,7 @@ impl Notifier {
             tracing::warn!(%tenant, kind = %change.kind, status = %change.status,
                 detail = %change.detail, "notifier alert");
             let alert = watch::alert(tenant, &change, now);
-            self.emit(ctx, &self.names.alerts.clone(), tenant, &alert);
+            self.emit(ctx, &self.names.alerts, tenant, &alert);
         }
         let key = tenant.as_bytes().to_vec();
         match w.next_wake(t) {
@@ -416,7 +417,7 @@ impl Processor for Notifier {
                 .map(String::from_utf8_lossy)
                 .unwrap_or_default();
             let exception = route::dead_letter_exception(&letter, letter_id, &key);
-            self.emit(ctx, &self.names.exceptions.clone(), &key, &exception);
+            self.emit(ctx, &self.names.exceptions, &key, &exception);
             Ok(())
         } else if record.topic == self.names.signals {
             let signal: Signal = serde_json::from_slice(value()?)
