@@ -53,13 +53,26 @@ pub enum ChannelsError {
 }
 
 /// How an email channel's messages leave.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct Smtp {
     pub host: String,
     pub port: u16,
     pub tls: SmtpTls,
     pub from: String,
     pub credentials: Option<(String, String)>,
+}
+
+impl std::fmt::Debug for Smtp {
+    // The password is a secret: never in a log line.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Smtp")
+            .field("host", &self.host)
+            .field("port", &self.port)
+            .field("tls", &self.tls)
+            .field("from", &self.from)
+            .field("user", &self.credentials.as_ref().map(|(user, _)| user))
+            .finish()
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
