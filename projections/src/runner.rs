@@ -78,18 +78,16 @@ pub async fn run_with_telemetry(
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), ProjectionError> {
     let pool = lazy_pool(&config.database_url)?;
-    let (stop_admin, admin_stops) = tokio::sync::oneshot::channel::<()>();
     let admin = match config.admin_listen {
         Some(addr) => {
             // Bound first: a port taken stops the start, as it does for every service.
             let listener = callstream_platform::http::bind(addr)
                 .await
                 .map_err(|e| ProjectionError::Config(format!("admin listener: {e}")))?;
-            let stopped = async {
-                let _ = admin_stops.await;
-            };
-            let server = crate::telemetry::serve_admin(listener, telemetry.clone(), stopped);
-            Some(tokio::spawn(server))
+            let telemetry = telemetry.clone();
+            Some(callstream_platform::http::AdminServer::spawn(|stopped| {
+                crate::telemetry::serve_admin(listener, telemetry, stopped)
+            }))
         }
         None => None,
     };
@@ -105,13 +103,8 @@ pub async fn run_with_telemetry(
     };
     let result = live(config, &telemetry, pool, shutdown).await;
     sampler.abort();
-    let _ = stop_admin.send(());
     if let Some(admin) = admin {
-        match admin.await {
-            Ok(Err(error)) => tracing::warn!(%error, "admin listener failed"),
-            Err(error) => tracing::warn!(%error, "admin listener panicked"),
-            Ok(Ok(())) => {}
-        }
+        admin.stop().await;
     }
     result
 }

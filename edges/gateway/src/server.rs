@@ -21,17 +21,10 @@ pub async fn run(
     let state = AppState::new(&config)?;
     let listener = http::bind(config.listen).await?;
     let admin_listener = http::bind(config.admin_listen).await?;
-    let (stop_admin, admin_stops) = tokio::sync::oneshot::channel::<()>();
-    let admin = tokio::spawn(serve_admin(admin_listener, state.clone(), async {
-        let _ = admin_stops.await;
-    }));
+    let admin =
+        http::AdminServer::spawn(|stopped| serve_admin(admin_listener, state.clone(), stopped));
     let served = serve(listener, state, &config, shutdown).await;
-    let _ = stop_admin.send(());
-    match admin.await {
-        Ok(Err(e)) => tracing::warn!(error = %e, "admin listener failed"),
-        Err(e) => tracing::warn!(error = %e, "admin listener panicked"),
-        Ok(Ok(())) => {}
-    }
+    admin.stop().await;
     served
 }
 

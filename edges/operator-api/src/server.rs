@@ -45,18 +45,11 @@ pub async fn run(
     let state = state(&config)?;
     let listener = http::bind(config.listen).await?;
     let admin_listener = http::bind(config.admin_listen).await?;
-    let (stop_admin, admin_stops) = tokio::sync::oneshot::channel::<()>();
-    let admin = tokio::spawn(serve_admin(admin_listener, state.clone(), async {
-        let _ = admin_stops.await;
-    }));
+    let admin =
+        http::AdminServer::spawn(|stopped| serve_admin(admin_listener, state.clone(), stopped));
     let served = serve(listener, state, shutdown).await;
     // The admin listener outlives the public one, so the last scrape sees the end.
-    let _ = stop_admin.send(());
-    match admin.await {
-        Ok(Err(e)) => tracing::warn!(error = %e, "admin listener failed"),
-        Err(e) => tracing::warn!(error = %e, "admin listener panicked"),
-        Ok(Ok(())) => {}
-    }
+    admin.stop().await;
     served
 }
 

@@ -77,6 +77,40 @@ impl Default for ServeLimits {
     }
 }
 
+/// A service's admin listener (`/metrics`, `/healthz`, `/readyz`), served beside it on a
+/// task of its own: [`AdminServer::stop`] ends it once the service has stopped, so the last
+/// scrape sees the end. How it ended is logged: it never decides the service's outcome.
+pub struct AdminServer<E> {
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<Result<(), E>>,
+}
+
+impl<E: std::fmt::Display + Send + 'static> AdminServer<E> {
+    /// Spawns `serve`, given the future that resolves when [`Self::stop`] is called.
+    pub fn spawn<F>(
+        serve: impl FnOnce(std::pin::Pin<Box<dyn Future<Output = ()> + Send>>) -> F,
+    ) -> Self
+    where
+        F: Future<Output = Result<(), E>> + Send + 'static,
+    {
+        let (stop, stops) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(serve(Box::pin(async {
+            let _ = stops.await;
+        })));
+        Self { stop, task }
+    }
+
+    /// Stops the admin listener and waits for it.
+    pub async fn stop(self) {
+        let _ = self.stop.send(());
+        match self.task.await {
+            Ok(Err(error)) => tracing::warn!(%error, "admin listener failed"),
+            Err(error) => tracing::warn!(%error, "admin listener panicked"),
+            Ok(Ok(())) => {}
+        }
+    }
+}
+
 /// Binds `addr` for `serve`.
 pub async fn bind(addr: SocketAddr) -> Result<TcpListener, ServeError> {
     TcpListener::bind(addr)
