@@ -49,6 +49,8 @@ pub mod namespace {
     pub const DEDUPE: Uuid = Uuid::from_u128(0x68c21c1b_ae41_5e39_b39c_2ecbd3738c8e);
     /// The notifier's notifications, messages and records.
     pub const NOTIFIER: Uuid = Uuid::from_u128(0x5a7c_91e2_3b4d_5f60_8e1a_2c3b_4d5e_6f70);
+    /// What the projections write: the exceptions of records they skip.
+    pub const PROJECTIONS: Uuid = Uuid::from_u128(0x0c12_333f_5f75_4c24_acbe_8053_881a_d767);
 }
 
 /// One part of an id's name, and how it is framed in the name.
@@ -298,6 +300,28 @@ pub mod view {
         super::derive_framed(
             &super::namespace::DEAD_LETTER,
             &[topic, &partition.to_string(), &offset.to_string()],
+        )
+    }
+
+    /// The exception of a record the projections skipped, by where it sits on its
+    /// (physical) topic: every view that skips it, and every later run, names it the same.
+    pub fn unappliable_record(topic: &str, partition: i32, offset: i64) -> Uuid {
+        super::derive_framed(
+            &super::namespace::PROJECTIONS,
+            &[
+                "unappliable",
+                topic,
+                &partition.to_string(),
+                &offset.to_string(),
+            ],
+        )
+    }
+
+    /// The event that opens `exception_id` for one view (`*` when no view could read it).
+    pub fn unappliable_record_event(exception_id: Uuid, view: &str) -> Uuid {
+        super::derive_framed(
+            &super::namespace::PROJECTIONS,
+            &["unappliable-event", &exception_id.to_string(), view],
         )
     }
 }

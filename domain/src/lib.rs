@@ -29,6 +29,9 @@ pub mod backoff;
 /// Notification routes' kind patterns and quiet hours.
 pub mod notify;
 
+// What fails for good, and who opens its exception.
+pub mod failures;
+
 use chrono::{DateTime, Utc};
 
 /// The instants at which a call to one lead may be placed (its calling

@@ -27,11 +27,13 @@ use tokio::task::JoinHandle;
 
 use crate::config::ProjectionsConfig;
 use crate::error::{is_transient, ProjectionError};
+use crate::report::{Reporter, Skipped};
 use crate::store::{self, Decoded, Mode, Stats};
 use crate::view::{Tables, View};
 
 /// Applies and commits a batch, waiting out Postgres outages; a non-transient failure
-/// re-runs the batch record by record so only the refused records are skipped.
+/// re-runs the batch record by record so only the refused records are skipped, each
+/// opening its exception through `reporter` before the batch commits.
 pub(crate) async fn commit_batch(
     pool: &PgPool,
     views: &[View],
@@ -39,16 +41,32 @@ pub(crate) async fn commit_batch(
     batch: &[Decoded],
     stats: &Stats,
     pauser: &mut Pauser,
+    reporter: Option<&Reporter>,
 ) -> Result<(), ProjectionError> {
     let mut mode = Mode::Fast;
     let started = Instant::now();
     loop {
         let attempt = async {
             let mut tx = pool.begin().await?;
-            store::apply_batch(&mut tx, views, tables, batch, mode, stats).await?;
-            tx.commit().await
+            let skipped = store::apply_batch(&mut tx, views, tables, batch, mode, stats).await?;
+            Ok::<_, sqlx::Error>((tx, skipped))
         };
-        match attempt.await {
+        let attempt = match attempt.await {
+            Ok((tx, skipped)) => {
+                if let Some(reporter) = reporter.filter(|_| !skipped.is_empty()) {
+                    if let Err(error) = reporter.report(&skipped).await {
+                        // Nothing is lost: the batch did not commit, and is applied again.
+                        tracing::warn!(%error, "cannot open the exceptions of skipped records; retrying the batch");
+                        drop(tx);
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                        continue;
+                    }
+                }
+                tx.commit().await
+            }
+            Err(e) => Err(e),
+        };
+        match attempt {
             Ok(()) => {
                 pauser.succeeded();
                 stats
@@ -115,6 +133,9 @@ fn weight(view: View) -> u32 {
 pub(crate) struct Pipeline {
     state: State,
     stats: Arc<Stats>,
+    /// Opens the exceptions of skipped records (live runs only; a rebuild reads again
+    /// what the live run reported).
+    reporter: Option<Reporter>,
 }
 
 type Task = JoinHandle<(Committer, Result<(), ProjectionError>)>;
@@ -134,6 +155,7 @@ struct Committer {
     tables: Tables,
     stats: Arc<Stats>,
     pauser: Pauser,
+    reporter: Option<Reporter>,
 }
 
 impl Pipeline {
@@ -145,6 +167,7 @@ impl Pipeline {
         tables: Tables,
         stats: Arc<Stats>,
         pauser: &Pauser,
+        reporter: Option<Reporter>,
     ) -> Self {
         let committers = self::lanes(views, lanes)
             .into_iter()
@@ -154,11 +177,13 @@ impl Pipeline {
                 tables,
                 stats: stats.clone(),
                 pauser: pauser.clone(),
+                reporter: reporter.clone(),
             })
             .collect();
         Self {
             state: State::Idle(committers),
             stats,
+            reporter,
         }
     }
 
@@ -166,6 +191,7 @@ impl Pipeline {
     /// the batch in flight, if it failed for good, is returned here.
     pub(crate) async fn submit(&mut self, batch: Vec<Decoded>) -> Result<(), ProjectionError> {
         let committers = self.idle().await?;
+        self.report_undecodable(&batch).await;
         let records = batch.len();
         let batch: Arc<[Decoded]> = batch.into();
         let tasks = committers
@@ -180,6 +206,7 @@ impl Pipeline {
                         &batch,
                         &committer.stats,
                         &mut committer.pauser,
+                        committer.reporter.as_ref(),
                     )
                     .await;
                     (committer, result)
@@ -188,6 +215,34 @@ impl Pipeline {
             .collect();
         self.state = State::Busy(tasks, records);
         Ok(())
+    }
+
+    /// Opens the exceptions of the batch's records that are not events, before any lane
+    /// can commit their offsets; retried until the broker takes them (a crash repeats
+    /// them under the same ids).
+    async fn report_undecodable(&self, batch: &[Decoded]) {
+        let Some(reporter) = &self.reporter else {
+            return;
+        };
+        let skipped: Vec<Skipped> = batch
+            .iter()
+            .filter_map(|d| {
+                let error = d.undecodable.clone()?;
+                Some(Skipped::undecodable(
+                    &d.raw.topic,
+                    d.raw.partition,
+                    d.raw.offset,
+                    error,
+                ))
+            })
+            .collect();
+        if skipped.is_empty() {
+            return;
+        }
+        while let Err(error) = reporter.report(&skipped).await {
+            tracing::warn!(%error, "cannot open the exceptions of undecodable records; retrying");
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
     }
 
     /// Waits until every submitted batch has committed.

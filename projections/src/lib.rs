@@ -11,7 +11,9 @@
 //!   its consumed offsets are written in one transaction (the views are committed in a few
 //!   concurrent lanes, see `commit`); on start the consumer seeks to the stored offsets.
 //!   The row changes are idempotent and order-independent all the same.
-//! - Records that are not events are counted and logged and never stop a projection.
+//! - Records that are not events, and records Postgres refuses for a reason retrying
+//!   cannot fix, are counted, logged, skipped, and each opens an `unappliable_record`
+//!   exception before its offset is stored (see `report`); none stops a projection.
 //! - Postgres going away pauses the projections, which resume and catch up on its return.
 //! - A rebuilt view equals the live one, and stays queryable while it is rebuilt.
 //!
@@ -28,6 +30,7 @@ mod commit;
 pub mod config;
 pub mod error;
 pub mod rebuild;
+pub mod report;
 pub mod runner;
 pub mod source;
 pub mod store;

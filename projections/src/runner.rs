@@ -25,6 +25,7 @@ use sqlx::postgres::{PgPool, PgPoolOptions};
 use crate::commit::{Pauser, Pipeline};
 use crate::config::ProjectionsConfig;
 use crate::error::{is_transient, ProjectionError};
+use crate::report::Reporter;
 use crate::source::{Source, TopicNames, TopicPartition};
 use crate::store::{self, Stats};
 use crate::telemetry::Telemetry;
@@ -160,6 +161,10 @@ async fn live(
         Tables::Live,
         stats.clone(),
         &Pauser::new(&config),
+        Some(Reporter::new(
+            &config.kafka,
+            config.topics.name(callstream_platform::topics::EXCEPTIONS),
+        )?),
     );
     tokio::pin!(shutdown);
     loop {

@@ -17,6 +17,7 @@ use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use sqlx::{PgConnection, Postgres, Transaction};
 
 use crate::apply::{self, Located};
+use crate::report::Skipped;
 use crate::source::{RawRecord, TopicNames};
 use crate::view::{Tables, View};
 
@@ -59,6 +60,8 @@ pub struct Decoded {
     pub raw: RawRecord,
     pub logical: &'static str,
     pub event: Option<AnyEvent>,
+    /// Why the bytes are not an event, when they are not (and it is not a dead letter).
+    pub undecodable: Option<String>,
 }
 
 /// Decodes a batch; what does not decode is counted and logged with its coordinates
@@ -68,6 +71,7 @@ pub fn decode(records: Vec<RawRecord>, names: &TopicNames, stats: &Stats) -> Vec
         .into_iter()
         .filter_map(|raw| {
             let logical = names.logical(&raw.topic)?;
+            let mut undecodable = None;
             let event = match raw.payload.as_deref() {
                 None => {
                     stats.tombstones.fetch_add(1, Ordering::Relaxed);
@@ -83,6 +87,7 @@ pub fn decode(records: Vec<RawRecord>, names: &TopicNames, stats: &Stats) -> Vec
                             topic = %raw.topic, partition = raw.partition, offset = raw.offset,
                             %error, "undecodable record skipped"
                         );
+                        undecodable = Some(error.to_string());
                         None
                     }
                 },
@@ -91,6 +96,7 @@ pub fn decode(records: Vec<RawRecord>, names: &TopicNames, stats: &Stats) -> Vec
                 raw,
                 logical,
                 event,
+                undecodable,
             })
         })
         .collect()
@@ -123,7 +129,8 @@ pub enum Mode {
 }
 
 /// Applies a batch to `views` (writing `tables`) inside an open transaction and stores
-/// the offsets; the caller commits.
+/// the offsets; the caller commits. Returns the records a view refused and skipped
+/// (only in `Careful` mode; `Fast` fails the whole batch instead).
 ///
 /// `Fast` gives each view the batch's new records at once (a few statements per view);
 /// `Careful` gives them one at a time, each in a savepoint, so a record Postgres refuses
@@ -135,8 +142,9 @@ pub async fn apply_batch(
     batch: &[Decoded],
     mode: Mode,
     stats: &Stats,
-) -> Result<(), sqlx::Error> {
+) -> Result<Vec<Skipped>, sqlx::Error> {
     let keys: Vec<String> = views.iter().map(|v| v.offsets_key(tables)).collect();
+    let mut skipped = Vec::new();
     let stored = lock_offsets(tx, &keys).await?;
     let mut next: Offsets = HashMap::new();
     let mut taken: Offsets = HashMap::new();
@@ -170,6 +178,14 @@ pub async fn apply_batch(
                                 view = %view, topic = %record.topic, partition = record.partition,
                                 offset = record.offset, %error, "record refused by postgres; skipped"
                             );
+                            skipped.push(Skipped::refused(
+                                view.name(),
+                                record.topic,
+                                record.partition,
+                                record.offset,
+                                record.event,
+                                error.to_string(),
+                            ));
                         }
                     }
                 }
@@ -179,7 +195,7 @@ pub async fn apply_batch(
     }
     store_offsets(tx, &stored, &next, &taken).await?;
     tracing::debug!(records = batch.len(), ?mode, ms = %spent.join(" "), "batch applied");
-    Ok(())
+    Ok(skipped)
 }
 
 /// `(physical topic, partition)` -> `(next offset, records taken)` of one view in a batch.

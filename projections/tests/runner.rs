@@ -1,6 +1,6 @@
 //! The live projections against the real broker and a fresh Postgres database: a whole
 //! workload lands in every view with the right counts; records that are not events are
-//! counted and skipped; SIGKILL mid-batch, repeatedly, under load, loses and repeats
+//! counted, skipped and each opens an exception, as does an event Postgres refuses; SIGKILL mid-batch, repeatedly, under load, loses and repeats
 //! nothing (the per-partition record counts stored with the offsets equal what the topics
 //! hold).
 
@@ -109,6 +109,19 @@ async fn a_workload_lands_in_every_view_and_bad_records_are_skipped() -> Result<
         &mut produced,
     )
     .await?;
+    // An event Postgres refuses (text may not hold a NUL byte): every view that reads it
+    // skips it.
+    let mut refused = callstream_e2e::fixtures::exception(
+        "tenant-nul",
+        "c-nul",
+        uuid::Uuid::new_v4(),
+        callstream_schemas::ExceptionStatus::Open,
+        callstream_schemas::ExceptionType::NoSlot,
+        callstream_schemas::Actor::system("scheduler"),
+        base,
+    );
+    refused.detail = Some("a NUL \0 byte".into());
+    produce_all(&producer, &topics, &[refused.into()], &mut produced).await?;
     produce_all(&producer, &topics, &b, &mut produced).await?;
     wait_caught_up(
         &db.pool,
@@ -122,6 +135,40 @@ async fn a_workload_lands_in_every_view_and_bad_records_are_skipped() -> Result<
     assert_views(&db, "tenant-a", &xa).await?;
     assert_views(&db, "tenant-b", &xb).await?;
     assert_eq!(stats.undecodable.load(Ordering::Relaxed), 2);
+    assert!(stats.unappliable.load(Ordering::Relaxed) >= 1);
+    // Each skip opened an unappliable_record exception on the topic, which the views read
+    // back: the two that are not events under no tenant, the refused one under its own.
+    let skipped = |tenant: &'static str| {
+        let pool = db.pool.clone();
+        async move {
+            count(
+                &pool,
+                "exceptions",
+                &format!(
+                    "tenant_id = '{tenant}' AND exception_type = 'unappliable_record' \
+                     AND status = 'open'"
+                ),
+            )
+            .await
+        }
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while (skipped("*").await?, skipped("tenant-nul").await?) != (2, 1) {
+        anyhow::ensure!(
+            std::time::Instant::now() < deadline,
+            "unappliable exceptions: {} without a tenant, {} of tenant-nul",
+            skipped("*").await?,
+            skipped("tenant-nul").await?
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let contact: String = sqlx::query_scalar(
+        "SELECT contact_id FROM exceptions WHERE tenant_id = 'tenant-nul' \
+         AND exception_type = 'unappliable_record'",
+    )
+    .fetch_one(&db.pool)
+    .await?;
+    assert_eq!(contact, "c-nul", "the refused event names its contact");
     let _ = stop.send(());
     task.await??;
     Ok(())
@@ -256,4 +303,47 @@ async fn records_taken(db: &TestDb) -> Result<i64> {
         .fetch_one(&db.pool)
         .await?;
     Ok(n.unwrap_or(0))
+}
+
+/// Every permanent failure the registry (`callstream_domain::failures`) gives the
+/// projections opens its exception (on the broker: see
+/// `a_workload_lands_in_every_view_and_bad_records_are_skipped`); here, each kind's
+/// exception is what an operator needs.
+#[test]
+fn every_permanent_failure_of_the_projections_opens_an_exception() {
+    use callstream_domain::failures::{Owner, PermanentFailure};
+    use callstream_e2e::failures::{assert_opened, no_scenario};
+    use callstream_projections::report::Skipped;
+    let at = chrono::Utc::now();
+    for failure in PermanentFailure::of(Owner::Projections) {
+        match failure {
+            PermanentFailure::UnappliableRecord => {
+                let event = callstream_e2e::fixtures::exception(
+                    "acme",
+                    "c-1",
+                    uuid::Uuid::new_v4(),
+                    callstream_schemas::ExceptionStatus::Open,
+                    callstream_schemas::ExceptionType::NoSlot,
+                    callstream_schemas::Actor::system("scheduler"),
+                    at,
+                );
+                let refused =
+                    Skipped::refused("jobs", "t", 0, 7, &event.into(), "22021: NUL".into());
+                let undecodable = Skipped::undecodable("t", 1, 8, "not avro".into());
+                for skip in [refused, undecodable] {
+                    let e = assert_opened(failure, &[skip.exception(at)]);
+                    assert_eq!(
+                        e.exception_id,
+                        callstream_domain::ids::view::unappliable_record(
+                            "t",
+                            skip.partition,
+                            skip.offset
+                        )
+                    );
+                    assert!(!skip.is_own_kind);
+                }
+            }
+            other => no_scenario("the projections", other),
+        }
+    }
 }

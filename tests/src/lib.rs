@@ -14,6 +14,7 @@
 //! no processor, edge or simulator crate, so using it links none of them; the tests that run
 //! those together live in this crate's own `tests/`.
 
+pub mod failures;
 pub mod fixtures;
 pub mod fuzz_corpus;
 pub mod postgres;

@@ -3,6 +3,7 @@
 //! Every id is derived (`callstream_domain::ids::completion_case`), so a
 //! replay writes the same records.
 
+use callstream_domain::failures::PermanentFailure;
 use callstream_domain::ids::completion_case as ids;
 use callstream_kit::emit::timestamp;
 use callstream_schemas::{
@@ -62,7 +63,7 @@ pub fn missing_exception(
         correlation_id: correlation(launch),
         exception_id,
         status,
-        exception_type: ExceptionType::CompletionMissing,
+        exception_type: ExceptionType::from(PermanentFailure::CompletionMissing),
         urgent: false,
         contact_id: contact_id.to_string(),
         campaign_id: Some(launch.campaign_id.clone()),

@@ -295,3 +295,23 @@ fn a_bucket_under_80_percent_alerts_once_and_a_good_one_resolves_it() {
     assert_eq!(all[1].status, AlertStatus::Resolved);
     assert_eq!(all[1].alert_id, all[0].alert_id);
 }
+
+/// Every permanent failure the registry (`callstream_domain::failures`) gives the
+/// detector opens its exception.
+#[test]
+fn every_permanent_failure_of_the_detector_opens_an_exception() {
+    use callstream_domain::failures::{Owner, PermanentFailure};
+    use callstream_e2e::failures::{assert_opened, no_scenario};
+    for failure in PermanentFailure::of(Owner::CompletionDetector) {
+        let exceptions: Vec<ExceptionEvent> = match failure {
+            PermanentFailure::CompletionMissing => {
+                let mut d = driver();
+                launch(&mut d, "c", 1, T0);
+                d.advance_wall_clock_ms(W + GRACE);
+                d.outputs(&name(topics::EXCEPTIONS))
+            }
+            other => no_scenario("the completion detector", other),
+        };
+        assert_opened(failure, &exceptions);
+    }
+}

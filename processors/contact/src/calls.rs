@@ -4,14 +4,16 @@
 //! Guarantees: a duplicate (same event id, or same call and outcome)
 //! changes nothing and emits nothing; an event whose transition the
 //! workflow rejects (backwards, of a finished step, a second result for one
-//! call) is counted and logged and nothing else happens; a final outcome
-//! that is accepted runs the policy once, and its decisions are carried out
-//! in order (see `decisions`). A lead's "stop" in an event's analysis is kept
+//! call) is counted and logged and changes nothing else, and when it is a
+//! final result it opens a `transition_rejected` exception (a call's result
+//! nobody would act on); a final outcome that is accepted runs the policy
+//! once, and its decisions are carried out in order (see `decisions`). A lead's "stop" in an event's analysis is kept
 //! on every path, the ones that change nothing else included: platforms post
 //! the analysis in a webhook of its own, often after the status callback has
 //! already recorded the call's result.
 
 use callstream_domain::callback_time::{read_callback_time, Reading};
+use callstream_domain::failures::PermanentFailure;
 use callstream_domain::normaliser::Outcome;
 use callstream_domain::policy::{decide, CallAnalysis, CallbackRequest, PolicyInput};
 use callstream_domain::restrictions::{Change, Restriction};
@@ -21,7 +23,9 @@ use callstream_schemas::{CallEvent, JobState};
 use chrono_tz::Tz;
 
 use crate::decisions::{apply, CallFacts};
+use crate::failures::{self, Subject};
 use crate::jobs::Step;
+use crate::state::Job;
 use crate::telemetry::Ids;
 use callstream_domain::ids::contact as ids;
 
@@ -73,8 +77,16 @@ pub fn handle(step: &mut Step<'_, '_>, event: &CallEvent) -> Result<bool, Proces
     }
 
     if let Some(done) = job.as_ref().and_then(|j| j.outcome) {
-        let detail = format!("the call already has the result {done}");
+        // Not a repeat (the dedupe saw this call and result before): the platform
+        // reported two different results for one call, and an operator must say
+        // which stands.
+        let detail = format!(
+            "call {} was reported {outcome} after its result {done} was recorded; \
+             the later result was not applied",
+            event.call_id
+        );
         reject(step, event, "result_already_recorded", &detail);
+        result_rejected(step, event, job.as_ref(), "result_already_recorded", detail)?;
         keep_the_leads_stop(step, event)?;
         return Ok(true);
     }
@@ -116,10 +128,7 @@ pub fn handle(step: &mut Step<'_, '_>, event: &CallEvent) -> Result<bool, Proces
             WorkflowState::Dispatching | WorkflowState::AwaitingResult
         )
         && step.contact.active_jobs().is_empty();
-    let next_state = next
-        .next_state
-        .or(barred_end.then_some(WorkflowState::Failed));
-    let transition = match next_state {
+    let transition = match next.next_state {
         Some(to) => workflow.check(event_step, to).map(Some),
         None if event_step != workflow.step() => {
             workflow.check(event_step, workflow.state()).map(|_| None)
@@ -130,6 +139,12 @@ pub fn handle(step: &mut Step<'_, '_>, event: &CallEvent) -> Result<bool, Proces
         Ok(t) => t,
         Err(rejected) => {
             reject(step, event, rejected.reason_code(), &rejected.to_string());
+            let detail = format!(
+                "call {} ended {outcome}, but the contact's workflow could not take it \
+                 ({rejected}); the result was not applied",
+                event.call_id
+            );
+            result_rejected(step, event, job.as_ref(), rejected.reason_code(), detail)?;
             keep_the_leads_stop(step, event)?;
             return Ok(true);
         }
@@ -155,7 +170,50 @@ pub fn handle(step: &mut Step<'_, '_>, event: &CallEvent) -> Result<bool, Proces
         callback_note,
     };
     apply(step, &next.decisions, &facts)?;
+    if barred_end && next.next_state.is_none() {
+        let reason = step.contact.barred_reason().unwrap_or("barred");
+        let detail = format!(
+            "the contact may not be called ({}) and nothing else is planned: the step ends \
+             failed after call {}",
+            reason.replace('_', " "),
+            event.call_id
+        );
+        let subject = subject_of(event, &campaign, job.as_ref());
+        failures::fail_step(step, PermanentFailure::LeadBarred, reason, detail, subject)?;
+    }
     Ok(true)
+}
+
+/// A final result the workflow cannot take opens an exception: a call happened whose
+/// result nobody will act on unless a person looks.
+fn result_rejected(
+    step: &mut Step<'_, '_>,
+    event: &CallEvent,
+    job: Option<&Job>,
+    reason: &str,
+    detail: String,
+) -> Result<(), ProcessError> {
+    let campaign = job
+        .map(|j| j.campaign_id.clone())
+        .or_else(|| event.campaign_id.clone())
+        .unwrap_or_default();
+    let subject = subject_of(event, &campaign, job);
+    failures::open(
+        step,
+        PermanentFailure::ResultRejected,
+        reason,
+        detail,
+        subject,
+    )
+}
+
+fn subject_of(event: &CallEvent, campaign: &str, job: Option<&Job>) -> Subject {
+    Subject {
+        campaign_id: Some(campaign.to_owned()).filter(|c| !c.is_empty()),
+        job_id: job.map(|j| j.job_id),
+        launch_id: event.launch_id,
+        call_id: Some(event.call_id.clone()),
+    }
 }
 
 /// The lead's own "stop" from an event the workflow otherwise has no use for (a second
@@ -176,7 +234,7 @@ fn keep_the_leads_stop(step: &mut Step<'_, '_>, event: &CallEvent) -> Result<boo
         event.call_id
     );
     step.cancel_all(reason, Some(detail))?;
-    crate::launch::end_step_if_idle(step, reason);
+    crate::launch::end_step_if_idle(step, reason)?;
     step.stop_launches_in_flight(reason)?;
     Ok(true)
 }

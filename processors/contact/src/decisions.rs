@@ -4,6 +4,7 @@
 //! exception and holds calls, CRM commands go to the CRM dispatcher with
 //! the policy's idempotency keys.
 
+use callstream_domain::failures::PermanentFailure;
 use std::collections::BTreeMap;
 
 use callstream_domain::policy::{
@@ -152,7 +153,7 @@ fn open_exception(
     let (type_, label) = match kind {
         ExceptionKind::PersonRequested => (ExceptionType::UrgentRequest, "person_requested"),
         ExceptionKind::ProviderFailuresExhausted => (
-            ExceptionType::ProviderFailure,
+            ExceptionType::from(PermanentFailure::ProviderFailuresExhausted),
             "provider_failures_exhausted",
         ),
     };

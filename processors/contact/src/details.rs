@@ -65,7 +65,7 @@ pub(crate) fn apply(
             cmd.actor.id
         );
         step.cancel_all(first.reason(), Some(detail))?;
-        crate::launch::end_step_if_idle(step, first.reason());
+        crate::launch::end_step_if_idle(step, first.reason())?;
         step.stop_launches_in_flight(first.reason())?;
     }
     Ok(())

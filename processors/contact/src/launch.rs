@@ -7,6 +7,8 @@
 //! cancelled or replaced, always with its reason; a replacement names the
 //! job it replaces and the old job names it.
 
+use callstream_domain::failures::PermanentFailure;
+use callstream_domain::restrictions::Restriction;
 use callstream_domain::workflow::WorkflowState;
 use callstream_runtime::ProcessError;
 use callstream_schemas::{ContactCommand, JobOrigin, JobState, LaunchCommand};
@@ -77,7 +79,7 @@ pub fn launch_due(step: &mut Step<'_, '_>, cmd: &ContactCommand) -> Result<bool,
         Verdict::Launch { expires_at } => launch(step, job_id, slot_at, expires_at)?,
         Verdict::Cancel { reason, detail } => {
             step.cancel(job_id, reason, Some(detail), true)?;
-            end_step_if_idle(step, reason);
+            end_step_if_idle(step, reason)?;
         }
         Verdict::Hold { reason } => {
             let (at, cause) = (step.out.at, step.out.cause);
@@ -120,20 +122,46 @@ pub fn launch_due(step: &mut Step<'_, '_>, cmd: &ContactCommand) -> Result<bool,
     Ok(true)
 }
 
-/// After a cancel with nothing else planned, the step is over:
-/// held for a person when calls are held, else failed (the contact cannot
-/// be called). A step with other jobs still planned goes on.
-pub(crate) fn end_step_if_idle(step: &mut Step<'_, '_>, reason: &str) {
+/// After a cancel with nothing else planned, the step is over: failed, with its
+/// exception, when the contact cannot be called (barred, no phone number, no window
+/// opens); else held for a person. A step with other jobs still planned goes on.
+pub(crate) fn end_step_if_idle(step: &mut Step<'_, '_>, reason: &str) -> Result<(), ProcessError> {
     let workflow = step.contact.workflow;
     if workflow.state() != WorkflowState::Scheduled || !step.contact.active_jobs().is_empty() {
-        return;
+        return Ok(());
     }
-    let to = match reason {
-        "urgent_request_open" | "calls_held" => WorkflowState::NeedsReview,
-        _ => WorkflowState::Failed,
+    let failure = match reason {
+        "no_phone_number" => Some(PermanentFailure::NoPhoneNumber),
+        "no_window_opening" => Some(PermanentFailure::NoWindowOpening),
+        _ if step.contact.barred_reason().is_some()
+            && Restriction::ALL.into_iter().any(|r| r.reason() == reason) =>
+        {
+            Some(PermanentFailure::LeadBarred)
+        }
+        // Calls held for a person, or a reason this match does not know: a person
+        // looks rather than the lead being given up.
+        _ => None,
     };
-    // Scheduled has an edge to both within the step.
-    let _ = step.contact.workflow.apply(workflow.step(), to);
+    let Some(failure) = failure else {
+        // Scheduled has an edge to needs-review within the step.
+        let _ = step
+            .contact
+            .workflow
+            .apply(workflow.step(), WorkflowState::NeedsReview);
+        return Ok(());
+    };
+    let detail = match failure {
+        PermanentFailure::NoPhoneNumber => "the contact has no phone number to call".to_owned(),
+        PermanentFailure::NoWindowOpening => format!(
+            "no calling window opens for the lead within {} days",
+            step.config.move_horizon.as_secs() / 86_400
+        ),
+        _ => format!(
+            "the contact may not be called: {}",
+            reason.replace('_', " ")
+        ),
+    };
+    crate::failures::fail_step(step, failure, reason, detail, Default::default())
 }
 
 fn launch(

@@ -23,6 +23,7 @@ pub mod control;
 mod decisions;
 mod details;
 mod emit;
+mod failures;
 pub mod guards;
 mod jobs;
 mod launch;

@@ -14,19 +14,22 @@
 //! - `ambiguous`: not an outcome yet (reconciliation follows); nothing changes.
 //! - Whatever the outcome, a launch not placed while the lead has become
 //!   barred ends its job cancelled with the restriction, and the workflow
-//!   fails: nothing is planned.
+//!   fails with a `lead_unreachable` exception: nothing is planned.
 //!
 //! Guarantees: an outcome is taken once (its event id is remembered), only
 //! for the job that launched under it and only while the workflow is still
 //! in that job's step and has not heard of the call otherwise; a late or
 //! contradicting report changes nothing and is logged.
 
+use callstream_domain::failures::PermanentFailure;
 use callstream_domain::workflow::WorkflowState;
 use callstream_runtime::ProcessError;
 use callstream_schemas::{CallLaunch, JobOrigin, JobState, LaunchStatus};
 use tracing::{debug, warn};
 
+use crate::failures::{fail_step, Subject};
 use crate::jobs::{NewJob, Step};
+use crate::state::Job;
 use crate::telemetry::DecisionKind;
 
 /// Reasons of a `held` launch that a pause gave: the job waits for it to lift.
@@ -75,10 +78,18 @@ pub fn handle(step: &mut Step<'_, '_>, launch: &CallLaunch) -> Result<bool, Proc
         (launch.status, step.contact.barred_reason())
     {
         step.finish(job.job_id, JobState::Cancelled, barred, detail);
-        let _ = step
-            .contact
-            .workflow
-            .apply(workflow.step(), WorkflowState::Failed);
+        let detail = format!(
+            "the contact may not be called ({}); its launch was not placed and nothing \
+             else is planned",
+            barred.replace('_', " ")
+        );
+        fail_step(
+            step,
+            PermanentFailure::LeadBarred,
+            barred,
+            detail,
+            subject(&job),
+        )?;
         return Ok(true);
     }
     match launch.status {
@@ -136,14 +147,24 @@ pub fn handle(step: &mut Step<'_, '_>, launch: &CallLaunch) -> Result<bool, Proc
                 },
             )?;
         }
+        LaunchStatus::Failed if is_permanent_refusal(reason) => {
+            step.finish(job.job_id, JobState::Cancelled, reason, detail.clone());
+            // The launch dispatcher opened this failure's exception.
+            let detail = detail.unwrap_or_else(|| reason.to_owned());
+            fail_step(
+                step,
+                PermanentFailure::LaunchRefused,
+                reason,
+                detail,
+                subject(&job),
+            )?;
+        }
         LaunchStatus::Failed => {
             step.finish(job.job_id, JobState::Cancelled, reason, detail);
-            let to = if is_permanent_refusal(reason) {
-                WorkflowState::Failed
-            } else {
-                WorkflowState::NeedsReview
-            };
-            let _ = step.contact.workflow.apply(workflow.step(), to);
+            let _ = step
+                .contact
+                .workflow
+                .apply(workflow.step(), WorkflowState::NeedsReview);
         }
         LaunchStatus::Shadow => {
             let detail = Some("shadow mode: no call was made".to_owned());
@@ -156,6 +177,16 @@ pub fn handle(step: &mut Step<'_, '_>, launch: &CallLaunch) -> Result<bool, Proc
         LaunchStatus::Ambiguous | LaunchStatus::Unknown => return Ok(false),
     }
     Ok(true)
+}
+
+/// What a failure's exception names of the job.
+fn subject(job: &Job) -> Subject {
+    Subject {
+        campaign_id: Some(job.campaign_id.clone()),
+        job_id: Some(job.job_id),
+        launch_id: job.launch_id,
+        call_id: None,
+    }
 }
 
 /// A dispatching step whose launch was not placed goes back to scheduled,

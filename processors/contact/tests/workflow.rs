@@ -156,7 +156,7 @@ fn decisions_duplicates_and_rejections_are_counted() {
 }
 
 #[test]
-fn a_second_result_for_the_same_call_is_rejected() {
+fn a_second_result_for_the_same_call_is_rejected_and_opens_an_exception() {
     let mut h = harness();
     let analysis = CallAnalysis::default();
     let launch = h.launched("c1");
@@ -187,9 +187,15 @@ fn a_second_result_for_the_same_call_is_rejected() {
     assert_eq!(h.plans().len(), 1, "no retry of an answered call");
     assert_eq!(
         h.output_count(),
-        count + 1,
-        "only the state with the counter"
+        count + 2,
+        "only the state with the counter, and the conflict's exception"
     );
+    let conflict = h.exceptions().pop().unwrap();
+    assert_eq!(
+        (conflict.exception_type, conflict.reason.as_str()),
+        (ExceptionType::TransitionRejected, "result_already_recorded")
+    );
+    assert_eq!(conflict.call_id.as_deref(), Some("CA1"));
 }
 
 #[test]

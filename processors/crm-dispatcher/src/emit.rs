@@ -12,6 +12,7 @@
 //! derived from the exception's id (an exception closes once), an audit
 //! event's from the operator command's.
 
+use callstream_domain::failures::PermanentFailure;
 use callstream_runtime::{header, Output};
 use callstream_schemas::{
     Actor, AuditEvent, AuditResult, ContactCommand, CrmCommand, CrmResult, CrmResultStatus,
@@ -95,7 +96,7 @@ pub fn exception(
         correlation_id: Some(command.correlation_id.unwrap_or(command.event_id)),
         exception_id: exception_id(&command.operation_id, ordinal),
         status: ExceptionStatus::Open,
-        exception_type: ExceptionType::CrmFailed,
+        exception_type: ExceptionType::from(PermanentFailure::CrmWriteFailed),
         urgent: false,
         contact_id: command.contact_id.clone(),
         campaign_id: command.campaign_id.clone(),

@@ -294,3 +294,26 @@ proptest! {
         prop_assert_eq!(failed, kit.exceptions().len(), "every failure has its exception");
     }
 }
+
+/// Every permanent failure the registry (`callstream_domain::failures`) gives the CRM
+/// dispatcher opens its exception.
+#[test]
+fn every_permanent_failure_of_the_crm_dispatcher_opens_an_exception() {
+    use callstream_domain::failures::{Owner, PermanentFailure};
+    use callstream_e2e::failures::{assert_opened, no_scenario};
+    for failure in PermanentFailure::of(Owner::CrmDispatcher) {
+        match failure {
+            PermanentFailure::CrmWriteFailed => {
+                let mut config = config();
+                config.policy.retry.max_failures = 2;
+                let mut kit = Kit::with(config);
+                kit.pipe(&command(1, "c", CrmAction::CreateTask));
+                kit.answer("c", refused(502, None));
+                kit.advance_s(60);
+                kit.answer("c", refused(503, None));
+                assert_opened(failure, &kit.exceptions());
+            }
+            other => no_scenario("the CRM dispatcher", other),
+        }
+    }
+}

@@ -7,6 +7,7 @@
 //! and downstream deduplication holds. A launch emits each status at most
 //! once (the state machine sees to it), so `(launch, status)` is unique.
 
+use callstream_domain::failures::PermanentFailure;
 use callstream_domain::ids::launch_dispatcher::event as event_id;
 use callstream_runtime::{header, Output};
 use callstream_schemas::{
@@ -129,8 +130,10 @@ pub fn exception(
         exception_id: event_id(&launch.launch_id, "exception"),
         status: ExceptionStatus::Open,
         exception_type: match failure.kind {
-            FailureKind::Launch => ExceptionType::LaunchFailed,
-            FailureKind::Provider | FailureKind::Unresolved => ExceptionType::ProviderFailure,
+            FailureKind::Launch => ExceptionType::from(PermanentFailure::LaunchRefused),
+            FailureKind::Provider | FailureKind::Unresolved => {
+                ExceptionType::from(PermanentFailure::ProviderFailed)
+            }
         },
         urgent: false,
         contact_id: launch.contact_id.clone(),

@@ -439,3 +439,40 @@ fn a_second_call_id_for_a_finished_launch_changes_nothing() {
         Some("CA13")
     );
 }
+
+/// Every permanent failure the registry (`callstream_domain::failures`) gives the
+/// launch dispatcher opens its exception.
+#[test]
+fn every_permanent_failure_of_the_launch_dispatcher_opens_an_exception() {
+    use callstream_domain::failures::{Owner, PermanentFailure};
+    use callstream_e2e::failures::{assert_opened, no_scenario};
+    for failure in PermanentFailure::of(Owner::LaunchDispatcher) {
+        let mut driver = driver();
+        pipe(&mut driver, &command(40));
+        match failure {
+            PermanentFailure::LaunchRefused => {
+                let (request, call) = take_one(&mut driver);
+                let refusal = CreateOutcome::Permanent {
+                    reason: "http_400".into(),
+                    detail: Some("21211: Invalid 'To' Phone Number".into()),
+                };
+                reply(&mut driver, request, &created(&call, refusal));
+            }
+            PermanentFailure::ProviderFailed => {
+                for _ in 0..config().policy.retry.max_attempts {
+                    while driver.pending_effects().is_empty() {
+                        driver.advance_wall_clock_ms(50);
+                    }
+                    let (request, call) = take_one(&mut driver);
+                    let unavailable = CreateOutcome::Transient {
+                        reason: "http_503".into(),
+                        detail: None,
+                    };
+                    reply(&mut driver, request, &created(&call, unavailable));
+                }
+            }
+            other => no_scenario("the launch dispatcher", other),
+        }
+        assert_opened(failure, &exceptions(&driver));
+    }
+}

@@ -4,6 +4,7 @@
 //! console and which is never notified itself. Ids derive from the message id, so a step
 //! replayed after a crash writes the same records.
 
+use callstream_domain::failures::PermanentFailure;
 use callstream_domain::ids::notifier as ids;
 use callstream_kit::emit::timestamp;
 use callstream_schemas::{
@@ -74,7 +75,7 @@ pub fn failed(
         correlation_id: None,
         exception_id: ids::record(&m.message_id, "exception"),
         status: ExceptionStatus::Open,
-        exception_type: ExceptionType::NotificationFailed,
+        exception_type: ExceptionType::from(PermanentFailure::NotificationUndeliverable),
         urgent: false,
         // Not about a lead: the channel stands where the contact would.
         contact_id: format!("channel:{channel}"),

@@ -9,6 +9,7 @@
 //! exceptions (the notifier's own: a channel that is down must not notify about itself in
 //! a loop; they are in the console).
 
+use callstream_domain::failures::PermanentFailure;
 use callstream_domain::ids::notifier as ids;
 use callstream_kit::control::{NotificationPolicy, ALL_TENANTS};
 use callstream_schemas::{
@@ -180,7 +181,7 @@ pub fn dead_letter_exception(l: &Letter, letter_id: Uuid, key: &str) -> Exceptio
         correlation_id: l.correlation_id,
         exception_id: letter_id,
         status: ExceptionStatus::Open,
-        exception_type: ExceptionType::DeadLetter,
+        exception_type: ExceptionType::from(PermanentFailure::DeadLettered),
         urgent: false,
         contact_id: key.to_owned(),
         campaign_id: None,

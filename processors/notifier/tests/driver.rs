@@ -267,3 +267,42 @@ fn a_missing_completion_seen_twice_counts_once_in_the_backlog() {
     settle(&mut d, &SendResult::Sent);
     assert!(alerts(&d).contains(&(AlertKind::MissingBacklog, AlertStatus::Raised)));
 }
+
+/// Every permanent failure the registry (`callstream_domain::failures`) gives the
+/// notifier opens its exception.
+#[test]
+fn every_permanent_failure_of_the_notifier_opens_an_exception() {
+    use callstream_domain::failures::{Owner, PermanentFailure};
+    use callstream_e2e::failures::{assert_opened, no_scenario};
+    for failure in PermanentFailure::of(Owner::Notifier) {
+        let mut d = driver(Thresholds::default());
+        match failure {
+            PermanentFailure::DeadLettered => {
+                let parked = opened("c-1", ExceptionType::NoSlot, Uuid::new_v4());
+                d.pipe(
+                    Input::new(name(topics::DEAD_LETTERS), "c-1", parked.encode().unwrap())
+                        .header("dlq-app", "scheduler")
+                        .header("dlq-kind", "record")
+                        .header("dlq-source", "schedule-requests/0/7")
+                        .header("dlq-reason", "a test"),
+                );
+                settle(&mut d, &SendResult::Sent);
+            }
+            PermanentFailure::NotificationUndeliverable => {
+                let e = opened("c-1", ExceptionType::CrmFailed, Uuid::new_v4());
+                d.pipe(Input::new(
+                    name(topics::EXCEPTIONS),
+                    "c-1",
+                    e.encode().unwrap(),
+                ));
+                let refused = SendResult::Failed {
+                    retriable: false,
+                    reason: "404 no such hook".into(),
+                };
+                settle(&mut d, &refused);
+            }
+            other => no_scenario("the notifier", other),
+        }
+        assert_opened(failure, &d.outputs(&name(topics::EXCEPTIONS)));
+    }
+}

@@ -4,6 +4,7 @@
 //! ignore, naming its actor. Ids are derived (see `ids` and the detector's
 //! `ids`), so a repeated decision writes identical records.
 
+use callstream_domain::failures::PermanentFailure;
 use callstream_domain::ids::completion_case as case_ids;
 use callstream_kit::emit::timestamp;
 use callstream_schemas::{
@@ -149,7 +150,7 @@ pub fn exception(
         ),
         Which::RecoveryFailed => (
             case_ids::recovery_failed_exception(&case.launch_id),
-            ExceptionType::RecoveryFailed,
+            ExceptionType::from(PermanentFailure::RecoveryGaveUp),
             "recovery_failed",
         ),
     };

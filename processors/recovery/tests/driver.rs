@@ -231,3 +231,26 @@ fn a_late_completion_stops_recovery() {
         "only the look that found the call in progress; the late completion closes nothing here"
     );
 }
+
+/// Every permanent failure the registry (`callstream_domain::failures`) gives recovery
+/// opens its exception.
+#[test]
+fn every_permanent_failure_of_recovery_opens_an_exception() {
+    use callstream_domain::failures::{Owner, PermanentFailure};
+    use callstream_e2e::failures::{assert_opened, no_scenario};
+    for failure in PermanentFailure::of(Owner::Recovery) {
+        let exceptions: Vec<ExceptionEvent> = match failure {
+            PermanentFailure::RecoveryGaveUp => {
+                let mut d = driver();
+                missing(&mut d, 1);
+                for _ in 0..3 {
+                    answer(&mut d, found("in-progress", None, None));
+                    d.advance_wall_clock_ms(30_000);
+                }
+                d.outputs(&name(topics::EXCEPTIONS))
+            }
+            other => no_scenario("recovery", other),
+        };
+        assert_opened(failure, &exceptions);
+    }
+}

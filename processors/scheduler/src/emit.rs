@@ -4,6 +4,7 @@
 //! causation, correlation) and its id as `event-id`, so processors
 //! downstream inherit the causation chain.
 
+use callstream_domain::failures::PermanentFailure;
 use callstream_schemas::{
     Actor, ContactCommand, ContactCommandKind, ExceptionEvent, ExceptionStatus, ExceptionType,
     ScheduleEvent, ScheduleEventKind, Timestamp,
@@ -100,7 +101,7 @@ pub fn no_slot_exception(
         correlation_id: job.correlation_id,
         exception_id: ids::for_job("no_slot_case", &job.tenant_id, job.job_id),
         status: ExceptionStatus::Open,
-        exception_type: ExceptionType::NoSlot,
+        exception_type: ExceptionType::from(PermanentFailure::NoSlot),
         urgent: false,
         contact_id: job.contact_id.clone(),
         campaign_id: Some(job.campaign_id.clone()),

@@ -243,3 +243,26 @@ fn a_request_not_keyed_by_its_tenant_is_dead_lettered() {
     assert_eq!(d.dead_letters().len(), 2);
     assert!(schedule_events(&d).is_empty());
 }
+
+/// Every permanent failure the registry (`callstream_domain::failures`) gives the
+/// scheduler opens its exception.
+#[test]
+fn every_permanent_failure_of_the_scheduler_opens_an_exception() {
+    use callstream_domain::failures::{Owner, PermanentFailure};
+    use callstream_e2e::failures::{assert_opened, no_scenario};
+    for failure in PermanentFailure::of(Owner::Scheduler) {
+        let exceptions: Vec<ExceptionEvent> = match failure {
+            PermanentFailure::NoSlot => {
+                let mut d =
+                    driver_with(|c| c.horizon = std::time::Duration::from_secs(60), CONTROL);
+                // One minute holds no 75 s slot past its first: the second cannot fit.
+                for job in 1..=2 {
+                    send(&mut d, &plan("acme", job, &format!("lead-{job}"), start()));
+                }
+                d.outputs("exceptions")
+            }
+            other => no_scenario("the scheduler", other),
+        };
+        assert_opened(failure, &exceptions);
+    }
+}

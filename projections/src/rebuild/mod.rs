@@ -100,6 +100,7 @@ pub async fn rebuild(
         Tables::Rebuild,
         stats.clone(),
         &Pauser::new(&config),
+        None,
     );
     loop {
         if caught_up(&source, &ends, &position) {

@@ -38,6 +38,27 @@ avro_enum! {
     }
 }
 
+impl From<callstream_domain::failures::PermanentFailure> for ExceptionType {
+    /// The exception each permanent failure opens (exhaustive: a new kind of failure
+    /// does not build until it is given one).
+    fn from(failure: callstream_domain::failures::PermanentFailure) -> Self {
+        use callstream_domain::failures::PermanentFailure as F;
+        match failure {
+            F::LeadBarred | F::NoPhoneNumber => Self::LeadUnreachable,
+            F::NoWindowOpening | F::NoSlot => Self::NoSlot,
+            F::ResultRejected => Self::TransitionRejected,
+            F::ProviderFailuresExhausted | F::ProviderFailed => Self::ProviderFailure,
+            F::LaunchRefused => Self::LaunchFailed,
+            F::CrmWriteFailed => Self::CrmFailed,
+            F::CompletionMissing => Self::CompletionMissing,
+            F::RecoveryGaveUp => Self::RecoveryFailed,
+            F::DeadLettered => Self::DeadLetter,
+            F::NotificationUndeliverable => Self::NotificationFailed,
+            F::UnappliableRecord => Self::UnappliableRecord,
+        }
+    }
+}
+
 /// A change in an exception case (`io.callstream.events.ExceptionEvent`, topic `exceptions`,
 /// keyed by contact). Named `ExceptionEvent` so generated Java code does not shadow
 /// `java.lang.Exception`.
