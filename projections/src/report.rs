@@ -183,7 +183,7 @@ impl Reporter {
     /// Opens the exception of every skip (but those of the module's exception), and waits
     /// until the broker has them all.
     pub async fn report(&self, skipped: &[Skipped]) -> Result<(), ProjectionError> {
-        let now = chrono::Utc::now();
+        let now = callstream_platform::clock::now_utc();
         for skip in skipped.iter().filter(|s| !s.is_own_kind) {
             let event = skip.exception(now);
             let bytes = event
