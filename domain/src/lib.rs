@@ -5,6 +5,7 @@
 // Time and place: which instant a lead may be called.
 pub mod area_codes;
 pub mod callback_time;
+pub mod calling_rules;
 pub mod calling_window;
 pub mod timezone;
 
