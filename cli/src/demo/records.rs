@@ -4,9 +4,10 @@
 //! - `webhooks_on_call_events`: every webhook the gateway answered 2xx (status callbacks and
 //!   analyses, as the voice simulator recorded the event id each answer named) is on
 //!   `call-events`: "202 means stored";
-//! - `failures_have_exceptions`: every launch that failed for good and every CRM command that
-//!   failed for good has an exception naming it (opened in the same transaction as the
-//!   failure, so a crash between the two would show here).
+//! - `failures_have_exceptions`: every launch that failed for good, every CRM command that
+//!   failed for good and every contact whose workflow ended failed has an exception naming it
+//!   (opened in the same transaction as the failure, so a crash between the two would show
+//!   here).
 
 use serde::Serialize;
 use uuid::Uuid;
@@ -71,6 +72,17 @@ fn failures(tally: &Tally) -> Check {
             check.broke(|| format!("CRM {action} {operation} failed with no exception"));
         }
     }
+    let failed_contacts = tally
+        .workflows
+        .iter()
+        .filter(|(_, state)| **state == callstream_schemas::WorkflowState::Failed);
+    for (contact, _) in failed_contacts {
+        check.saw();
+        if !tally.exception_contacts.contains(contact) {
+            let (tenant, contact) = contact;
+            check.broke(|| format!("contact {tenant}/{contact} failed with no exception"));
+        }
+    }
     check
 }
 
@@ -112,10 +124,15 @@ mod tests {
         tally
             .crm_results
             .insert(op, ("create_task".into(), "failed".into(), 5));
+        let contact = ("acme".to_owned(), "c-1".to_owned());
+        tally
+            .workflows
+            .insert(contact.clone(), callstream_schemas::WorkflowState::Failed);
         let check = failures(&tally);
-        assert_eq!((check.checked, check.broken), (3, 2));
+        assert_eq!((check.checked, check.broken), (4, 3));
         tally.exception_launches.insert(b);
         tally.exception_operations.insert(op);
+        tally.exception_contacts.insert(contact);
         assert!(failures(&tally).ok());
     }
 }

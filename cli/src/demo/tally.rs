@@ -100,6 +100,8 @@ pub struct Tally {
     /// Launches and CRM operations some exception names.
     pub exception_launches: HashSet<Uuid>,
     pub exception_operations: HashSet<Uuid>,
+    /// Contacts (tenant, contact) some opened exception names.
+    pub exception_contacts: HashSet<(String, String)>,
     /// Every event id on `call-events`.
     pub call_event_ids: HashSet<Uuid>,
     /// Alerts raised and resolved, by alert id: latest status.
@@ -182,6 +184,10 @@ impl Tally {
             AnyEvent::ExceptionEvent(x) => {
                 self.exception_launches.extend(x.launch_id);
                 self.exception_operations.extend(x.operation_id);
+                if x.status == ExceptionStatus::Open {
+                    self.exception_contacts
+                        .insert((x.tenant_id.clone(), x.contact_id.clone()));
+                }
                 self.exceptions.insert(
                     x.exception_id,
                     (x.exception_type.as_str().to_owned(), x.status),
