@@ -47,6 +47,8 @@ pub enum Refusal {
     ControlCharacter,
     #[error("is not an E.164 number (+ then 8 to 15 digits, the first not 0)")]
     NotE164,
+    #[error("is not a US state or territory (a two-letter code such as FL, or its name)")]
+    UnknownState,
     #[error("is not an IANA time zone such as America/New_York")]
     UnknownTimeZone,
 }
@@ -121,6 +123,22 @@ pub fn check_time_zone(value: &str) -> Result<(), Refusal> {
     chrono_tz::Tz::from_str(value)
         .map(|_| ())
         .map_err(|_| Refusal::UnknownTimeZone)
+}
+
+/// A US state or territory, as its code (`FL`, `US-FL`) or its name; the
+/// events carry the two-letter code (see [`normal_state`]).
+pub fn check_state(value: &str) -> Result<(), Refusal> {
+    normal_state(value).map(|_| ())
+}
+
+/// The two-letter code of a US state or territory named either way.
+pub fn normal_state(value: &str) -> Result<String, Refusal> {
+    if value.trim().is_empty() {
+        return Err(Refusal::Empty);
+    }
+    crate::calling_rules::Jurisdiction::parse(value)
+        .map(|j| j.code().to_owned())
+        .map_err(|_| Refusal::UnknownState)
 }
 
 #[cfg(test)]

@@ -37,3 +37,24 @@ pub(crate) mod opt_uuid_str {
             .transpose()
     }
 }
+
+/// `Vec<Timestamp>` as an array of `timestamp-millis` longs.
+pub(crate) mod ts_millis_vec {
+    use serde::{de::Error as _, Deserialize, Deserializer, Serializer};
+
+    use crate::types::Timestamp;
+
+    pub(crate) fn serialize<S: Serializer>(at: &[Timestamp], s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(at.iter().map(Timestamp::timestamp_millis))
+    }
+
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Timestamp>, D::Error> {
+        Vec::<i64>::deserialize(d)?
+            .into_iter()
+            .map(|ms| {
+                chrono::DateTime::from_timestamp_millis(ms)
+                    .ok_or_else(|| D::Error::custom(format!("timestamp out of range: {ms}")))
+            })
+            .collect()
+    }
+}

@@ -222,6 +222,10 @@ pub fn launch_command(
         slot_at: at,
         expires_at: None,
         slot_ends_at: None,
+        time_zone: None,
+        jurisdictions: Vec::new(),
+        jurisdiction_source: None,
+        placed_calls: Vec::new(),
     }
 }
 
@@ -403,5 +407,8 @@ pub fn schedule_plan(
         time_zone_source: None,
         windows: Vec::new(),
         attempt: Some(1),
+        jurisdictions: Vec::new(),
+        jurisdiction_source: None,
+        placed_calls: Vec::new(),
     }
 }

@@ -152,6 +152,7 @@ fn details(c: crate::event::ContactDetails) -> ContactDetails {
         blocked: c.blocked,
         enrolled_student: c.enrolled_student,
         spam: c.spam,
+        state: c.state,
     }
 }
 

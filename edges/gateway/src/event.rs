@@ -105,6 +105,8 @@ pub struct ContactDetails {
     pub blocked: Option<bool>,
     pub enrolled_student: Option<bool>,
     pub spam: Option<bool>,
+    /// Two-letter US state code.
+    pub state: Option<String>,
 }
 
 /// A request from the CRM to call a contact in a campaign (a `ContactCommand`

@@ -29,8 +29,8 @@ use crate::intake::{accepted, produce, read_body, RecordHeaders};
 use crate::metrics::{Outcome, Route, ACCEPTED};
 use crate::provider::json::describe_json_error;
 use crate::provider::{
-    content_type_is, correlation_header, optional_phone, optional_text, optional_time_zone,
-    required_id,
+    content_type_is, correlation_header, optional_phone, optional_state, optional_text,
+    optional_time_zone, required_id,
 };
 use crate::verify::ct_eq;
 use callstream_domain::ids;
@@ -56,6 +56,8 @@ pub struct ContactBody {
     pub blocked: Option<bool>,
     pub enrolled_student: Option<bool>,
     pub spam: Option<bool>,
+    /// The US state on the contact record (`FL`, `US-FL` or `Florida`).
+    pub state: Option<String>,
 }
 
 /// The bearer token of an `Authorization` header, if it has one.
@@ -97,6 +99,7 @@ pub(crate) fn contact_details(c: ContactBody) -> Result<ContactDetails, ApiError
         blocked: c.blocked,
         enrolled_student: c.enrolled_student,
         spam: c.spam,
+        state: optional_state("contact.state", c.state.as_deref())?,
     })
 }
 

@@ -76,6 +76,15 @@ pub fn handle(step: &mut Step<'_, '_>, event: &CallEvent) -> Result<bool, Proces
         return Ok(true);
     }
 
+    if let (Some(launch_id), Some(job)) = (event.launch_id, job.as_ref()) {
+        // A result heard for a launch is a call placed, even when its acceptance was lost
+        // or comes later (the caps err on the side of counting); the platform's own
+        // failure to place it is not.
+        if outcome != Outcome::Failed {
+            step.contact
+                .record_placed(&job.campaign_id, launch_id, event.occurred_at);
+        }
+    }
     if let Some(done) = job.as_ref().and_then(|j| j.outcome) {
         // Not a repeat (the dedupe saw this call and result before): the platform
         // reported two different results for one call, and an operator must say

@@ -43,6 +43,9 @@ pub(crate) fn apply(
     if let Some(zone) = details.time_zone.clone().filter(|z| !z.is_empty()) {
         c.contact_zone = Some(zone);
     }
+    if let Some(state) = details.state.clone().filter(|s| !s.is_empty()) {
+        c.contact_state = Some(state);
+    }
     let mut added = Vec::new();
     for (restriction, value) in restriction_fields(details) {
         let Some(value) = value else { continue };

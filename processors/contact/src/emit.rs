@@ -31,6 +31,15 @@ pub struct Envelope {
     pub correlation_id: Uuid,
 }
 
+/// What the state calling rules need to know of a lead, as schedule requests and launch
+/// commands carry it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LeadRulesWire {
+    pub jurisdictions: Vec<String>,
+    pub jurisdiction_source: Option<String>,
+    pub placed_calls: Vec<DateTime<Utc>>,
+}
+
 /// An exception case to open or close.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExceptionCase {
@@ -116,6 +125,7 @@ impl<'a> Outbox<'a> {
         job: &Job,
         zone: &ResolvedZone,
         windows: Vec<CallingWindow>,
+        lead: LeadRulesWire,
     ) -> Result<(), ProcessError> {
         let job_id = job.job_id.to_string();
         let env = self.envelope(&["schedule-request/plan", &job_id]);
@@ -147,6 +157,9 @@ impl<'a> Outbox<'a> {
             time_zone_source: Some(zone_source(zone.source)),
             windows,
             attempt: Some(i32::try_from(job.attempt).unwrap_or(i32::MAX)),
+            jurisdictions: lead.jurisdictions,
+            jurisdiction_source: lead.jurisdiction_source,
+            placed_calls: lead.placed_calls,
         };
         let key = self.tenant_id.clone();
         self.push(self.topics.schedule_requests.clone(), &key, &request)
@@ -176,6 +189,9 @@ impl<'a> Outbox<'a> {
             time_zone_source: None,
             windows: Vec::new(),
             attempt: Some(i32::try_from(job.attempt).unwrap_or(i32::MAX)),
+            jurisdictions: Vec::new(),
+            jurisdiction_source: None,
+            placed_calls: Vec::new(),
         };
         let key = self.tenant_id.clone();
         self.push(self.topics.schedule_requests.clone(), &key, &request)

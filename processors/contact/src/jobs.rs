@@ -15,6 +15,7 @@ use uuid::Uuid;
 
 use crate::config::ContactConfig;
 use crate::control::ControlRead;
+use crate::emit::LeadRulesWire;
 use crate::emit::Outbox;
 use crate::state::{Contact, Job};
 use crate::telemetry::{ContactMetrics, DecisionKind};
@@ -61,6 +62,16 @@ impl Step<'_, '_> {
         self.contact.resolve_zone(default)
     }
 
+    /// What the state calling rules need to know of the lead, for a call on `subject`.
+    pub fn lead_rules(&self, subject: &str) -> LeadRulesWire {
+        let (jurisdictions, jurisdiction_source) = self.contact.jurisdictions();
+        LeadRulesWire {
+            jurisdictions,
+            jurisdiction_source,
+            placed_calls: self.contact.placed_on(subject),
+        }
+    }
+
     /// Records `new` and asks the scheduler to plan it.
     pub fn plan(&mut self, new: NewJob) -> Result<Uuid, ProcessError> {
         let zone = self.zone();
@@ -90,7 +101,9 @@ impl Step<'_, '_> {
             requested_in_call: new.requested_in_call,
             cause: self.out.cause,
         };
-        self.out.plan(&job, &zone, window_to_wire(&rules.window))?;
+        let lead = self.lead_rules(&job.campaign_id);
+        self.out
+            .plan(&job, &zone, window_to_wire(&rules.window), lead)?;
         let id = job.job_id;
         self.metrics.decision(DecisionKind::Plan, id, &job.reason);
         self.contact.jobs.push(job);

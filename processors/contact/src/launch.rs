@@ -18,8 +18,11 @@ use uuid::Uuid;
 
 use crate::guards::{self, GuardInput, Verdict};
 use crate::jobs::{NewJob, Step};
+use crate::state::Job;
 use crate::telemetry::DecisionKind;
+use callstream_domain::calling_rules::Violation;
 use callstream_domain::ids::contact as ids;
+use callstream_kit::calling_rules::LeadRules;
 
 /// Handles `launch_due`; `Ok(false)` for a duplicate.
 pub fn launch_due(step: &mut Step<'_, '_>, cmd: &ContactCommand) -> Result<bool, ProcessError> {
@@ -75,6 +78,25 @@ pub fn launch_due(step: &mut Step<'_, '_>, cmd: &ContactCommand) -> Result<bool,
         in_flight_delay: step.config.in_flight_delay,
         now,
     });
+    // The state calling rules, on the latest state: a cap reached or a rule come into
+    // force since the scheduler placed the job moves it, naming the rule.
+    let verdict = match verdict {
+        Verdict::Launch { .. } => {
+            let lead = step.lead_rules(&job.campaign_id);
+            let horizon = now
+                + chrono::TimeDelta::from_std(step.config.move_horizon)
+                    .unwrap_or(chrono::TimeDelta::days(14));
+            match LeadRules::from_wire(&lead.jurisdictions, &zone.zones, &lead.placed_calls)
+                .map(|rules| rules.check(now, horizon))
+            {
+                Some(Err((violation, next))) => {
+                    return replan_for_rule(step, &job, violation, next, now);
+                }
+                Some(Ok(())) | None => verdict,
+            }
+        }
+        other => other,
+    };
     match verdict {
         Verdict::Launch { expires_at } => launch(step, job_id, slot_at, expires_at)?,
         Verdict::Cancel { reason, detail } => {
@@ -119,6 +141,43 @@ pub fn launch_due(step: &mut Step<'_, '_>, cmd: &ContactCommand) -> Result<bool,
             )?;
         }
     }
+    Ok(true)
+}
+
+/// A due job a state calling rule refuses now: re-planned at the first instant every rule
+/// allows (the scheduler also keeps it in the campaign's window), with the rule as its
+/// reason; when no instant within the move horizon is allowed, cancelled as having no
+/// window opening.
+fn replan_for_rule(
+    step: &mut Step<'_, '_>,
+    job: &Job,
+    violation: Violation,
+    next: Option<DateTime<Utc>>,
+    now: DateTime<Utc>,
+) -> Result<bool, ProcessError> {
+    let rule = violation.rule_id.to_string();
+    let Some(earliest) = next else {
+        let detail = format!("{violation}; no instant within the move horizon is allowed");
+        step.cancel(job.job_id, "no_window_opening", Some(detail), true)?;
+        end_step_if_idle(step, "no_window_opening")?;
+        return Ok(true);
+    };
+    let new_id = step.job_id(&["rule_replan", &job.job_id.to_string()]);
+    step.replace(
+        job.job_id,
+        NewJob {
+            job_id: new_id,
+            campaign_id: job.campaign_id.clone(),
+            origin: job.origin,
+            earliest_at: earliest.max(job.earliest_at).max(now),
+            requested_at: job.requested_at,
+            replaces: Some(job.job_id),
+            reason: rule,
+            reason_detail: Some(violation.detail),
+            requested_in_call: job.requested_in_call.clone(),
+            attempt: Some(job.attempt),
+        },
+    )?;
     Ok(true)
 }
 
@@ -203,6 +262,8 @@ fn launch(
     job.set_state(JobState::Launched, "launched", None, at);
     job.cause = cause;
     let job = job.clone();
+    let zone = step.zone();
+    let lead = step.lead_rules(&job.campaign_id);
     step.metrics
         .decision(DecisionKind::Launch, job_id, "launched");
     let env = step.out.envelope(&["launch-command", &job_id.to_string()]);
@@ -224,7 +285,20 @@ fn launch(
         slot_at,
         expires_at,
         slot_ends_at: Some(slot_end(slot_at, slot_length)),
+        time_zone: Some(zone_names(&zone)),
+        jurisdictions: lead.jurisdictions,
+        jurisdiction_source: lead.jurisdiction_source,
+        placed_calls: lead.placed_calls,
     })
+}
+
+/// Every candidate zone, comma-separated, as schedule requests name them.
+fn zone_names(zone: &callstream_domain::timezone::ResolvedZone) -> String {
+    zone.zones
+        .iter()
+        .map(|z| z.name())
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// The end of the slot that starts at `slot_at`.

@@ -61,6 +61,12 @@ pub fn handle(step: &mut Step<'_, '_>, launch: &CallLaunch) -> Result<bool, Proc
         warn!(tenant = %launch.tenant_id, contact = %launch.contact_id, job_id = %launch.job_id, "launch outcome of a job this contact does not have; skipped");
         return Ok(true);
     };
+    if launch.status == LaunchStatus::Accepted {
+        // The platform has the call, whatever the workflow did meanwhile: the frequency
+        // caps count it from now on.
+        step.contact
+            .record_placed(&job.campaign_id, launch.launch_id, launch.occurred_at);
+    }
     let workflow = step.contact.workflow;
     let waiting = job.state == JobState::Launched
         && job.launch_id == Some(launch.launch_id)

@@ -121,7 +121,27 @@ pub struct Contact {
     pub dedupe: Deduplicator,
     /// Newest last.
     pub jobs: Vec<Job>,
+    /// The US state on the contact record (the first source of the state calling rules).
+    #[serde(default)]
+    pub contact_state: Option<String>,
+    /// Calls placed to the lead per subject (the campaign), oldest first, kept for the
+    /// longest frequency-cap window: what the rolling caps count.
+    #[serde(default)]
+    pub placed_calls: BTreeMap<String, Vec<PlacedCall>>,
 }
+
+/// A call the voice platform took (a launch accepted, or a result heard for it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlacedCall {
+    pub launch_id: Uuid,
+    pub at: DateTime<Utc>,
+}
+
+/// How long placed calls are remembered: longer than any cap's window (the statutory
+/// caps count 24 hours; a tenant's own, such as Regulation F's 7 in 7 days, a week).
+const PLACED_CALLS_KEPT: chrono::TimeDelta = chrono::TimeDelta::days(31);
+/// At most this many placed calls per subject are kept (the newest).
+const MAX_PLACED_CALLS: usize = 64;
 
 impl Contact {
     pub fn new(tenant_id: &str, contact_id: &str, dedupe_capacity: usize) -> Self {
@@ -141,6 +161,45 @@ impl Contact {
             rejected_transitions: 0,
             dedupe: Deduplicator::new(dedupe_capacity),
             jobs: Vec::new(),
+            contact_state: None,
+            placed_calls: BTreeMap::new(),
+        }
+    }
+
+    /// Records a call placed on `subject` (once per launch), and forgets what no cap
+    /// can count any more.
+    pub fn record_placed(&mut self, subject: &str, launch_id: Uuid, at: DateTime<Utc>) {
+        let calls = self.placed_calls.entry(subject.to_owned()).or_default();
+        if calls.iter().any(|c| c.launch_id == launch_id) {
+            return;
+        }
+        calls.push(PlacedCall { launch_id, at });
+        calls.sort_by_key(|c| c.at);
+        let newest = calls.last().map_or(at, |c| c.at);
+        calls.retain(|c| newest - c.at <= PLACED_CALLS_KEPT);
+        let extra = calls.len().saturating_sub(MAX_PLACED_CALLS);
+        calls.drain(..extra);
+    }
+
+    /// When calls were placed on `subject`, oldest first.
+    pub fn placed_on(&self, subject: &str) -> Vec<DateTime<Utc>> {
+        self.placed_calls
+            .get(subject)
+            .map(|calls| calls.iter().map(|c| c.at).collect())
+            .unwrap_or_default()
+    }
+
+    /// The lead's state(s) as the events carry them: the contact record's, else the
+    /// phone's area code's (both when they disagree); none when neither is known.
+    pub fn jurisdictions(&self) -> (Vec<String>, Option<String>) {
+        let inputs = callstream_domain::calling_rules::JurisdictionInputs {
+            contact_state: self.contact_state.as_deref(),
+            phone: self.phone.as_deref(),
+            tenant_default: None,
+        };
+        match callstream_domain::calling_rules::resolve_jurisdictions(&inputs) {
+            Ok(states) => callstream_kit::calling_rules::to_wire(&states),
+            Err(_) => (Vec::new(), None),
         }
     }
 

@@ -1,6 +1,7 @@
 //! The processors' kit: what every processor shares, and nothing a single
 //! processor owns.
 //!
+//! - [`calling_rules`]: a lead's state calling rules as the events carry them.
 //! - [`control`]: the typed, read-only view of the compacted `control` topic
 //!   (pauses, campaign and grid settings, shadow mode, the CRM write switch,
 //!   the completion window), read as a global table through the runtime.
@@ -14,6 +15,7 @@
 //! domain, never on another processor: what two of them must agree on lives
 //! here or in `callstream_domain` (ids, rules).
 
+pub mod calling_rules;
 pub mod control;
 pub mod emit;
 pub mod keys;

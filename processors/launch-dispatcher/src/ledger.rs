@@ -7,6 +7,8 @@
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use callstream_domain::calling_rules::Violation;
+use callstream_kit::calling_rules::LeadRules;
 use callstream_schemas::LaunchCommand;
 
 /// The store the ledger lives in.
@@ -35,6 +37,15 @@ pub struct Launch {
     /// Do not create after this (ms since the epoch): the launch's slot ends.
     #[serde(default)]
     pub slot_ends_at_ms: Option<i64>,
+    /// The lead's zone(s), comma-separated, as the job was planned in.
+    #[serde(default)]
+    pub time_zone: Option<String>,
+    /// The US states whose calling rules apply to the lead.
+    #[serde(default)]
+    pub jurisdictions: Vec<String>,
+    /// When calls were placed to the lead on the same subject (ms since the epoch).
+    #[serde(default)]
+    pub placed_calls_ms: Vec<i64>,
 }
 
 impl Launch {
@@ -53,7 +64,33 @@ impl Launch {
             provider: command.provider.clone(),
             expires_at_ms: command.expires_at.map(|t| t.timestamp_millis()),
             slot_ends_at_ms: command.slot_ends_at.map(|t| t.timestamp_millis()),
+            time_zone: command.time_zone.clone(),
+            jurisdictions: command.jurisdictions.clone(),
+            placed_calls_ms: command
+                .placed_calls
+                .iter()
+                .map(|t| t.timestamp_millis())
+                .collect(),
         }
+    }
+
+    /// The state calling rule a create at `now_ms` would break, if any: the lead's states'
+    /// hours and holidays in its zone(s), and their frequency caps over the calls placed.
+    pub fn calling_rule_broken(&self, now_ms: i64) -> Option<Violation> {
+        let zones: Vec<chrono_tz::Tz> = self
+            .time_zone
+            .as_deref()?
+            .split(',')
+            .filter_map(|z| callstream_domain::timezone::parse_zone(z).ok())
+            .collect();
+        let placed: Vec<_> = self
+            .placed_calls_ms
+            .iter()
+            .filter_map(|ms| chrono::DateTime::from_timestamp_millis(*ms))
+            .collect();
+        let rules = LeadRules::from_wire(&self.jurisdictions, &zones, &placed)?;
+        let now = chrono::DateTime::from_timestamp_millis(now_ms)?;
+        rules.check(now, now).err().map(|(violation, _)| violation)
     }
 
     /// The store key (and effect key) of the launch.

@@ -225,10 +225,7 @@ fn dial(mut entry: Entry, env: &Env<'_>) -> Step {
         return finish(entry, Outcome::Held { reason, detail }, env);
     }
     if let Some((reason, detail)) = hold(&entry.launch, env) {
-        let outcome = Outcome::Held {
-            reason: reason.to_owned(),
-            detail,
-        };
+        let outcome = Outcome::Held { reason, detail };
         return finish(entry, outcome, env);
     }
     if env.shadow {
@@ -383,23 +380,32 @@ fn refusal(launch: &Launch, env: &Env<'_>) -> Option<(&'static str, Option<Strin
 }
 
 /// Why the launch may not be dialed now although it may be later, if so:
-/// a pause covers it, its calling window has closed, or its slot has
-/// passed (a create after its slot would break the grid's pace on the wire,
-/// as a burst of overdue launches after downtime would).
-fn hold(launch: &Launch, env: &Env<'_>) -> Option<(&'static str, String)> {
+/// a pause covers it, a state calling rule refuses it now (the rule is the
+/// reason: `state_hours:FL`, `frequency_cap:FL:3_per_24h`), its calling
+/// window has closed, or its slot has passed (a create after its slot would
+/// break the grid's pace on the wire, as a burst of overdue launches after
+/// downtime would).
+fn hold(launch: &Launch, env: &Env<'_>) -> Option<(String, String)> {
     if let Some(pause) = env.pause {
         return Some((
-            pause,
+            pause.to_owned(),
             format!("{} at the last hop", pause.replace('_', " ")),
         ));
     }
+    if let Some(violation) = launch.calling_rule_broken(env.now_ms) {
+        let detail = format!("{violation} (at the last hop)");
+        return Some((violation.rule_id.to_string(), detail));
+    }
     if last_send_in_window(launch).is_some_and(|at| env.now_ms > at) {
-        return Some(("window_closed", "the calling window closed".to_owned()));
+        return Some((
+            "window_closed".to_owned(),
+            "the calling window closed".to_owned(),
+        ));
     }
     if let Some(end) = launch.slot_ends_at_ms.filter(|end| env.now_ms > *end) {
         let late = env.now_ms - end;
         return Some((
-            "slot_passed",
+            "slot_passed".to_owned(),
             format!("its slot ended {late} ms before the create could leave"),
         ));
     }

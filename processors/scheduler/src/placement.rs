@@ -7,13 +7,20 @@
 //! the lead), and before the horizon; a request whose earliest time is
 //! outside the window goes to the next opening plus the campaign's buffer,
 //! and says so; when nothing qualifies it books nothing and says why.
+//! The lead's state calling rules (hours, holidays, frequency caps over the
+//! calls placed to it) bound the slot too: a call they move or refuse names
+//! the rule as its reason (`state_hours:FL`, `frequency_cap:FL:3_per_24h`).
 //! Same grid, same request, same clock: same answer.
 
+use std::borrow::Cow;
 use std::time::Duration;
 
+use callstream_domain::calling_rules::AllOf;
 use callstream_domain::calling_window::{CallingWindow, Placement};
 use callstream_domain::slot_grid::{JobId, Refusal, Slot, SlotGrid};
 use callstream_domain::timezone::parse_zone;
+use callstream_domain::Availability;
+use callstream_kit::calling_rules::LeadRules;
 use callstream_kit::control::settings::window_from_wire;
 use callstream_kit::control::CampaignConfig;
 use callstream_schemas::{ScheduleRequest, ZoneSource};
@@ -33,6 +40,9 @@ pub mod reason {
 #[derive(Debug, Clone)]
 pub struct LeadWindow {
     pub window: CallingWindow,
+    /// The state calling rules of the lead's states in its zone(s), over the calls placed
+    /// to it (`None`: no state known, only the federal floor and the window).
+    pub rules: Option<LeadRules>,
     /// The zone name(s) used, comma-separated when an area code spans zones.
     pub zone_name: String,
     pub source: ZoneSource,
@@ -84,12 +94,14 @@ pub fn lead_window(
         }
     };
     let zone_name = zones.iter().map(|z| z.name()).collect::<Vec<_>>().join(",");
+    let rules = LeadRules::from_wire(&request.jurisdictions, &zones, &request.placed_calls);
     let window = campaign_window.in_zones(zones).map_err(|e| Unusable {
         reason: reason::INVALID_REQUEST,
         detail: e.to_string(),
     })?;
     Ok(LeadWindow {
         window,
+        rules,
         zone_name,
         source,
         note,
@@ -101,11 +113,11 @@ pub fn lead_window(
 pub enum Outcome {
     Allocated {
         slot: Slot,
-        reason: &'static str,
+        reason: Cow<'static, str>,
         detail: String,
     },
     Refused {
-        reason: &'static str,
+        reason: Cow<'static, str>,
         detail: String,
     },
     /// The job already holds this slot (nothing changed).
@@ -164,15 +176,17 @@ pub fn place_job(
     grid: &mut SlotGrid,
     job: JobId,
     window: &CallingWindow,
+    rules: Option<&LeadRules>,
     timing: Timing,
 ) -> Outcome {
     let start = timing.earliest.max(timing.now);
     let horizon = plus(start, timing.horizon);
-    let (from, reason, mut detail) = match window.place(start, timing.move_buffer, horizon) {
-        Placement::InWindow { at } => (at, reason::ALLOCATED, String::new()),
+    let (mut from, mut reason, mut detail) = match window.place(start, timing.move_buffer, horizon)
+    {
+        Placement::InWindow { at } => (at, Cow::Borrowed(reason::ALLOCATED), String::new()),
         Placement::Moved { at, opening } => (
             at,
-            reason::MOVED_OUT_OF_WINDOW,
+            Cow::Borrowed(reason::MOVED_OUT_OF_WINDOW),
             format!(
                 "{} is outside the calling window; moved to the next opening {} plus {} min",
                 stamp(start),
@@ -182,7 +196,7 @@ pub fn place_job(
         ),
         Placement::NoOpening => {
             return Outcome::Refused {
-                reason: reason::OUTSIDE_ALL_WINDOWS,
+                reason: reason::OUTSIDE_ALL_WINDOWS.into(),
                 detail: format!(
                     "the calling window does not open between {} and {}",
                     stamp(start),
@@ -203,7 +217,39 @@ pub fn place_job(
             format!("{late}; {detail}")
         };
     }
-    match grid.allocate(job, from, window, horizon) {
+    if let Some(rules) = rules {
+        if let Err((violation, _)) = rules.check(from, horizon) {
+            // The rule moves the call to the first instant it and the window both allow.
+            let parts: [&dyn Availability; 2] = [window, rules];
+            let Some(at) = AllOf(&parts).next_allowed(from, horizon) else {
+                return Outcome::Refused {
+                    reason: violation.rule_id.to_string().into(),
+                    detail: format!(
+                        "{violation}; no instant the rules and the calling window allow \
+                         between {} and {}",
+                        stamp(from),
+                        stamp(horizon)
+                    ),
+                };
+            };
+            let moved = format!("{violation}; moved from {} to {}", stamp(from), stamp(at));
+            detail = if detail.is_empty() {
+                moved
+            } else {
+                format!("{detail}; {moved}")
+            };
+            reason = violation.rule_id.to_string().into();
+            from = at;
+        }
+    }
+    let allocated = match rules {
+        Some(rules) => {
+            let parts: [&dyn Availability; 2] = [window, rules];
+            grid.allocate(job, from, &AllOf(&parts), horizon)
+        }
+        None => grid.allocate(job, from, window, horizon),
+    };
+    match allocated {
         Ok(slot) => Outcome::Allocated {
             slot,
             reason,
@@ -211,7 +257,7 @@ pub fn place_job(
         },
         Err(Refusal::AlreadyBooked { slot }) => Outcome::AlreadyBooked(slot),
         Err(Refusal::NoFreeSlot { earliest, horizon }) => Outcome::Refused {
-            reason: reason::NO_FREE_SLOT,
+            reason: reason::NO_FREE_SLOT.into(),
             detail: format!(
                 "no free slot inside the calling window between {} and {}",
                 stamp(earliest),

@@ -111,11 +111,11 @@ impl Scheduler {
             lead_window(request, &campaign, grid_settings.default_zone),
         ) {
             (None, _) => Outcome::Refused {
-                reason: placement::reason::INVALID_REQUEST,
+                reason: placement::reason::INVALID_REQUEST.into(),
                 detail: "a plan request needs earliest_at".to_owned(),
             },
             (_, Err(unusable)) => Outcome::Refused {
-                reason: unusable.reason,
+                reason: unusable.reason.into(),
                 detail: unusable.detail,
             },
             (Some(earliest), Ok(lead)) => {
@@ -129,7 +129,13 @@ impl Scheduler {
                     horizon: self.config.horizon,
                     move_buffer: campaign.move_buffer,
                 };
-                let outcome = place_job(&mut cached.grid, request.job_id, &lead.window, timing);
+                let outcome = place_job(
+                    &mut cached.grid,
+                    request.job_id,
+                    &lead.window,
+                    lead.rules.as_ref(),
+                    timing,
+                );
                 if let Outcome::Allocated { slot, .. } = &outcome {
                     cached.save(ctx, tenant, &[slot.index]);
                 }
@@ -167,7 +173,7 @@ impl Scheduler {
                         causation_id: Some(request.event_id),
                         correlation_id: job.correlation_id,
                         occurred_at: now,
-                        reason,
+                        reason: &reason,
                         detail: Some(with_note(detail)),
                     },
                 );
@@ -186,15 +192,15 @@ impl Scheduler {
                         causation_id: Some(request.event_id),
                         correlation_id: job.correlation_id,
                         occurred_at: now,
-                        reason,
+                        reason: &reason,
                         detail: Some(detail.clone()),
                     },
                 );
                 self.emit(ctx, &self.config.schedule_events, tenant, &event)?;
                 let exception =
-                    emit::no_slot_exception(&job, request.event_id, now, reason, &detail);
+                    emit::no_slot_exception(&job, request.event_id, now, &reason, &detail);
                 self.emit(ctx, &self.config.exceptions, &job.contact_id, &exception)?;
-                tracing::info!(tenant, job = %job.job_id, reason, "schedule request refused");
+                tracing::info!(tenant, job = %job.job_id, reason = %reason, "schedule request refused");
             }
             Outcome::AlreadyBooked(slot) => {
                 tracing::warn!(tenant, job = %request.job_id, slot = slot.index, "job on the grid without a job record");

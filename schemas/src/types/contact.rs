@@ -71,4 +71,7 @@ pub struct ContactDetails {
     pub blocked: Option<bool>,
     pub enrolled_student: Option<bool>,
     pub spam: Option<bool>,
+    /// The US state (two-letter code) on the contact record.
+    #[serde(default)]
+    pub state: Option<String>,
 }

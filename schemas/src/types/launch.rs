@@ -38,6 +38,18 @@ pub struct LaunchCommand {
     /// No create after this: the end of the launch's slot.
     #[serde(default, with = "chrono::serde::ts_milliseconds_option")]
     pub slot_ends_at: Option<Timestamp>,
+    /// The lead's zone(s), comma-separated, as the job was planned in.
+    #[serde(default)]
+    pub time_zone: Option<String>,
+    /// US states whose calling rules apply to the lead (empty: the federal floor only).
+    #[serde(default)]
+    pub jurisdictions: Vec<String>,
+    /// Where the first jurisdiction came from.
+    #[serde(default)]
+    pub jurisdiction_source: Option<String>,
+    /// Calls placed to this person on the same subject, oldest first (what caps count).
+    #[serde(default, with = "crate::serde_util::ts_millis_vec")]
+    pub placed_calls: Vec<Timestamp>,
 }
 
 avro_enum! {

@@ -50,6 +50,15 @@ pub struct ScheduleRequest {
     /// Empty: the campaign's windows from `control`.
     pub windows: Vec<CallingWindow>,
     pub attempt: Option<i32>,
+    /// US states whose calling rules apply to the lead (empty: the federal floor only).
+    #[serde(default)]
+    pub jurisdictions: Vec<String>,
+    /// Where the first jurisdiction came from.
+    #[serde(default)]
+    pub jurisdiction_source: Option<String>,
+    /// Calls placed to this person on the same subject, oldest first (what caps count).
+    #[serde(default, with = "crate::serde_util::ts_millis_vec")]
+    pub placed_calls: Vec<Timestamp>,
 }
 
 avro_enum! {

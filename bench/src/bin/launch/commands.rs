@@ -45,6 +45,10 @@ pub fn command(run: u64, n: u64) -> LaunchCommand {
         slot_at: now,
         expires_at: None,
         slot_ends_at: None,
+        time_zone: None,
+        jurisdictions: vec![],
+        jurisdiction_source: None,
+        placed_calls: vec![],
     }
 }
 

@@ -158,6 +158,9 @@ impl Ids {
             time_zone_source: Some(ZoneSource::Contact),
             windows: vec![],
             attempt: Some(1),
+            jurisdictions: vec![],
+            jurisdiction_source: None,
+            placed_calls: vec![],
         }
     }
 
@@ -216,6 +219,10 @@ impl Ids {
             slot_at: t,
             expires_at: None,
             slot_ends_at: None,
+            time_zone: None,
+            jurisdictions: vec![],
+            jurisdiction_source: None,
+            placed_calls: vec![],
         }
     }
 

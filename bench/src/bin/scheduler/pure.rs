@@ -113,7 +113,7 @@ pub fn measure(sizes: Sizes) -> Result<Pure> {
             horizon: PLACE_HORIZON,
             move_buffer: MOVE_BUFFER,
         };
-        match place_job(&mut grid, id, &window, timing) {
+        match place_job(&mut grid, id, &window, None, timing) {
             Outcome::Allocated { .. } => {}
             other => bail!("place_job round {n} did not allocate: {other:?}"),
         }

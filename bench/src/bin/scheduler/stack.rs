@@ -212,6 +212,9 @@ impl Workload {
             time_zone_source: Some(ZoneSource::Contact),
             windows: Vec::new(),
             attempt: Some(1),
+            jurisdictions: Vec::new(),
+            jurisdiction_source: None,
+            placed_calls: Vec::new(),
         }
     }
 

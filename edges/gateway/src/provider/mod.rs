@@ -120,6 +120,19 @@ pub fn optional_time_zone(
     optional(field, value, input::check_time_zone)
 }
 
+/// An optional US state, as its two-letter code.
+pub fn optional_state(
+    field: &'static str,
+    value: Option<&str>,
+) -> Result<Option<String>, ApiError> {
+    match value {
+        None | Some("") => Ok(None),
+        Some(v) => input::normal_state(v)
+            .map(Some)
+            .map_err(|refusal| ApiError::Invalid { field, refusal }),
+    }
+}
+
 fn optional(
     field: &'static str,
     value: Option<&str>,
