@@ -273,6 +273,36 @@ mod tests {
     }
 
     #[test]
+    fn a_contact_state_is_kept_as_its_code_and_an_unknown_one_refused() {
+        let now = Utc::now();
+        let with_state = |state: &str| {
+            let body = format!(
+                r#"{{"request_id":"r","contact_id":"c","campaign_id":"x","contact":{{"state":"{state}"}}}}"#
+            );
+            parse("acme", body.as_bytes(), &HeaderMap::new(), now)
+        };
+        for given in ["FL", "us-fl", "Florida"] {
+            let draft = with_state(given).unwrap();
+            assert_eq!(
+                draft.contact.and_then(|c| c.state).as_deref(),
+                Some("FL"),
+                "{given}"
+            );
+        }
+        let refused = with_state("Narnia").unwrap_err();
+        assert!(
+            matches!(
+                refused,
+                ApiError::Invalid {
+                    field: "contact.state",
+                    ..
+                }
+            ),
+            "{refused:?}"
+        );
+    }
+
+    #[test]
     fn requests_parse_and_keep_their_id() {
         let body = br#"{"request_id":"crm-1","contact_id":"c-1","campaign_id":"spring","contact":{"phone_number":"+15551234567","time_zone":"America/Denver"}}"#;
         let now = Utc::now();

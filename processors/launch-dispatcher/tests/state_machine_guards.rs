@@ -305,3 +305,57 @@ fn an_undecodable_command_is_dead_lettered() {
     assert_eq!(driver.dead_letters().len(), 1);
     assert!(driver.pending_effects().is_empty());
 }
+
+/// The last hop checks the lead's state calling rules again immediately before the
+/// create: a cap reached or an hour a state forbids since the job was planned holds the
+/// launch, with the rule as its reason, and nothing is dialed.
+#[test]
+fn the_last_hop_holds_a_launch_a_state_rule_refuses_with_the_rule_as_reason() {
+    let at = |ms: i64| chrono::DateTime::from_timestamp_millis(ms).unwrap();
+    let hour = 3_600_000;
+    let florida = |n: u128, zone: &str, placed: Vec<i64>| LaunchCommand {
+        time_zone: Some(zone.into()),
+        jurisdictions: vec!["FL".into()],
+        jurisdiction_source: Some("area_code".into()),
+        placed_calls: placed.into_iter().map(at).collect(),
+        ..command(n)
+    };
+    // START is 17:13 in New York: Florida allows it, unless three calls were placed in
+    // the last 24 hours; in Tokyo it is 07:13, before Florida's 08:00.
+    let cases = [
+        (florida(50, "America/New_York", vec![]), None),
+        (
+            florida(
+                51,
+                "America/New_York",
+                vec![START - 20 * hour, START - 10 * hour, START - hour],
+            ),
+            Some("frequency_cap:FL:3_per_24h"),
+        ),
+        (
+            florida(
+                52,
+                "America/New_York",
+                vec![START - 25 * hour, START - 10 * hour, START - hour],
+            ),
+            None,
+        ),
+        (florida(53, "Asia/Tokyo", vec![]), Some("state_hours:FL")),
+    ];
+    for (cmd, held) in cases {
+        let mut driver = driver();
+        pipe(&mut driver, &cmd);
+        match held {
+            Some(rule) => {
+                assert!(driver.pending_effects().is_empty(), "{rule}: no create");
+                let out = launches(&driver);
+                assert_eq!(
+                    (out[0].status, out[0].reason.as_deref()),
+                    (LaunchStatus::Held, Some(rule))
+                );
+                assert!(out[0].reason_detail.as_deref().unwrap_or("").contains(rule));
+            }
+            None => assert_eq!(driver.pending_effects().len(), 1, "dialed"),
+        }
+    }
+}

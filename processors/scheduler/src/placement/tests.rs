@@ -270,3 +270,121 @@ proptest! {
         prop_assert_eq!(stamp(at), at.format("%Y-%m-%dT%H:%M:%SZ").to_string());
     }
 }
+
+/// Every day 08:00-21:00 (federal hours bound it anyway), in New York.
+fn every_day_new_york() -> CallingWindow {
+    CampaignWindow::daily(
+        Days::EVERY_DAY,
+        NaiveTime::from_hms_opt(8, 0, 0).unwrap(),
+        NaiveTime::from_hms_opt(21, 0, 0).unwrap(),
+    )
+    .unwrap()
+    .in_zones(vec![chrono_tz::America::New_York])
+    .unwrap()
+}
+
+fn florida(placed: &[DateTime<Utc>]) -> LeadRules {
+    LeadRules::from_wire(&["FL".into()], &[chrono_tz::America::New_York], placed).unwrap()
+}
+
+#[test]
+fn a_state_rule_moves_a_call_and_is_its_reason() {
+    let window = every_day_new_york();
+    let ny = |d, h, m| {
+        chrono_tz::America::New_York
+            .with_ymd_and_hms(2024, 6, d, h, m, 0)
+            .unwrap()
+            .with_timezone(&Utc)
+    };
+    // 20:30 on a Friday: the window and federal hours allow it, Florida's 20:00 does not.
+    let late = ny(7, 20, 30);
+    let Outcome::Allocated {
+        slot,
+        reason,
+        detail,
+    } = place_job(
+        &mut grid(1),
+        job(1),
+        &window,
+        Some(&florida(&[])),
+        timing(late, late),
+    )
+    else {
+        panic!("allocated");
+    };
+    assert_eq!(reason, "state_hours:FL");
+    assert_eq!(slot.start, ny(8, 8, 0), "Saturday 08:00");
+    assert!(detail.contains("state_hours:FL"), "{detail}");
+    // Without the state's rules it stays where it was planned.
+    let Outcome::Allocated { slot, reason, .. } =
+        place_job(&mut grid(1), job(1), &window, None, timing(late, late))
+    else {
+        panic!("allocated");
+    };
+    assert_eq!((slot.start, reason.as_ref()), (late, reason::ALLOCATED));
+}
+
+#[test]
+fn a_fourth_call_in_24_hours_waits_for_the_cap() {
+    let window = every_day_new_york();
+    let ny = |h, m| {
+        chrono_tz::America::New_York
+            .with_ymd_and_hms(2024, 6, 4, h, m, 0)
+            .unwrap()
+            .with_timezone(&Utc)
+    };
+    let placed = [ny(9, 0), ny(11, 0), ny(13, 0)];
+    let fourth = ny(15, 0);
+    let Outcome::Allocated { slot, reason, .. } = place_job(
+        &mut grid(1),
+        job(1),
+        &window,
+        Some(&florida(&placed)),
+        timing(fourth, fourth),
+    ) else {
+        panic!("allocated");
+    };
+    assert_eq!(reason, "frequency_cap:FL:3_per_24h");
+    assert_eq!(slot.start, placed[0] + chrono::TimeDelta::days(1));
+}
+
+proptest! {
+    /// For random Florida leads (calls already placed, planned times, a busy grid), no
+    /// booked slot breaks a Florida rule, none is earlier than planned, and no fourth call
+    /// falls within 24 hours of three others.
+    #[test]
+    fn no_booked_slot_breaks_a_florida_rule(
+        placed_offsets in proptest::collection::vec(0i64..72 * 60, 0..6),
+        planned_offset in 0i64..14 * 24 * 60,
+        jobs_before in 0u128..4,
+    ) {
+        let base = chrono_tz::America::New_York
+            .with_ymd_and_hms(2024, 11, 1, 0, 0, 0)
+            .unwrap()
+            .with_timezone(&Utc);
+        let mut placed: Vec<DateTime<Utc>> = placed_offsets
+            .iter()
+            .map(|m| base + chrono::TimeDelta::minutes(*m))
+            .collect();
+        placed.sort();
+        let planned = base + chrono::TimeDelta::minutes(planned_offset);
+        let rules = florida(&placed);
+        let window = every_day_new_york();
+        let mut g = grid(1);
+        for n in 0..jobs_before {
+            let _ = place_job(&mut g, job(100 + n), &window, Some(&rules), timing(planned, planned));
+        }
+        if let Outcome::Allocated { slot, .. } =
+            place_job(&mut g, job(1), &window, Some(&rules), timing(planned, planned))
+        {
+            prop_assert!(slot.start >= planned);
+            prop_assert!(rules.is_allowed(slot.start), "{} breaks a rule", slot.start);
+            prop_assert!(window.is_allowed(slot.start));
+            let in_day = placed
+                .iter()
+                .filter(|p| **p > slot.start - chrono::TimeDelta::days(1) && **p <= slot.start)
+                .count();
+            prop_assert!(in_day < 3, "a fourth call within 24 hours at {}", slot.start);
+        }
+    }
+}

@@ -1,0 +1,124 @@
+//! The state calling rules through the contact processor: a lead's states are
+//! resolved (record, else area code) and carried on every plan and launch with
+//! the calls placed to it, and a due call a rule refuses now is re-planned with
+//! the rule as its reason.
+
+mod support;
+
+use callstream_schemas::*;
+use chrono::TimeDelta;
+use support::*;
+
+/// A Miami number (area code 305): Florida, America/New_York.
+const FLORIDA: &str = "+13055550100";
+
+fn florida_request(contact: &str, request: &str) -> ContactCommand {
+    let mut cmd = launch_request(contact, CAMPAIGN, request);
+    if let Some(details) = cmd.contact.as_mut() {
+        details.phone_number = Some(FLORIDA.into());
+    }
+    cmd
+}
+
+fn every_day(retry_minutes: i32) -> CampaignSettings {
+    CampaignSettings {
+        windows: vec![CallingWindow {
+            days_of_week: (1..=7).collect(),
+            start_minute: 8 * 60,
+            end_minute: 21 * 60,
+        }],
+        retry_delays_minutes: vec![retry_minutes],
+        max_attempts: 10,
+        next_campaign_id: None,
+        move_buffer_minutes: 10,
+    }
+}
+
+#[test]
+fn a_florida_lead_called_three_times_waits_for_the_cap_with_the_cap_as_reason() {
+    let mut h = harness();
+    h.campaign_settings(CAMPAIGN, every_day(60));
+    h.command(&florida_request("fl", "r1"), t0());
+    let mut plan = h.plans().pop().expect("planned");
+    assert_eq!(plan.jurisdictions, ["FL"]);
+    assert_eq!(plan.jurisdiction_source.as_deref(), Some("area_code"));
+    assert!(plan.placed_calls.is_empty());
+
+    // Three calls today, each placed (accepted) and not answered.
+    let mut placed = Vec::new();
+    for n in 1..=3 {
+        let at = plan.earliest_at.expect("earliest").max(t0() + minutes(5));
+        let launch = h.due("fl", &plan, at).expect("launched");
+        assert_eq!(launch.jurisdictions, ["FL"]);
+        assert_eq!(launch.time_zone.as_deref(), Some("America/New_York"));
+        assert_eq!(launch.placed_calls, placed, "call {n}");
+        h.launch_outcome(&callstream_e2e::fixtures::call_launch(
+            TENANT,
+            "fl",
+            CAMPAIGN,
+            launch.launch_id,
+            launch.job_id,
+            LaunchStatus::Accepted,
+            at,
+        ));
+        placed.push(at);
+        h.call(&call_event(
+            "fl",
+            &format!("CA{n}"),
+            Some(launch.launch_id),
+            "no-answer",
+            None,
+            at + minutes(1),
+        ));
+        plan = h.plans().pop().expect("a retry");
+        assert_eq!(plan.placed_calls, placed, "after call {n}");
+    }
+
+    // The fourth is due an hour after the third: Florida allows 3 in any 24 hours.
+    let due = plan.earliest_at.expect("earliest");
+    assert!(h.due("fl", &plan, due).is_none(), "no fourth call");
+    let replan = h.plans().pop().expect("re-planned");
+    assert_eq!(replan.reason, "frequency_cap:FL:3_per_24h");
+    assert_eq!(replan.replaces_job_id, Some(plan.job_id));
+    assert_eq!(
+        replan.earliest_at,
+        Some(placed[0] + TimeDelta::days(1)),
+        "when the first call ages out"
+    );
+    let state = h.state("fl");
+    assert_eq!(
+        job(&state, replan.job_id).reason,
+        "frequency_cap:FL:3_per_24h"
+    );
+    // Once the first call has aged out, it goes.
+    let launch = h.due("fl", &replan, placed[0] + TimeDelta::days(1));
+    assert!(launch.is_some(), "the fourth call goes when the cap allows");
+}
+
+#[test]
+fn the_records_state_and_a_differing_area_code_both_apply() {
+    let mut h = harness();
+    let mut cmd = florida_request("ky", "r1");
+    if let Some(details) = cmd.contact.as_mut() {
+        details.state = Some("KY".into());
+    }
+    h.command(&cmd, t0());
+    let plan = h.plans().pop().expect("planned");
+    assert_eq!(plan.jurisdictions, ["KY", "FL"]);
+    assert_eq!(plan.jurisdiction_source.as_deref(), Some("contact_record"));
+}
+
+#[test]
+fn a_due_call_outside_florida_hours_is_moved_with_the_rule_as_reason() {
+    let mut h = harness();
+    h.campaign_settings(CAMPAIGN, every_day(60));
+    h.command(&florida_request("fl", "r1"), t0());
+    let plan = h.plans().pop().expect("planned");
+    // 20:30 in New York (01:30 UTC the next day): federal hours allow it, Florida's do not.
+    let late = at(2024, 3, 6, 1, 30);
+    assert!(h.due("fl", &plan, late).is_none());
+    let replan = h.plans().pop().expect("re-planned");
+    assert_eq!(replan.reason, "state_hours:FL");
+    // 08:00 the next morning in New York.
+    assert_eq!(replan.earliest_at, Some(at(2024, 3, 6, 13, 0)));
+}
