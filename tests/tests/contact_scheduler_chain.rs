@@ -247,3 +247,116 @@ async fn launch_requests_go_round_contact_and_scheduler_to_launch_commands() -> 
     scheduler.stop()?;
     Ok(())
 }
+
+/// Issue 19 on the broker: a Florida lead (area code 305) called three times within the
+/// hour has its fourth call planned by the scheduler only once the first has aged out of
+/// Florida's rolling 24 hours, with the cap as its reason, and no fourth launch is sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_florida_leads_fourth_call_waits_for_the_cap_with_the_cap_as_reason() -> Result<()> {
+    let mut topics = Topics::with_prefix(format!("{}-", unique_name("chain-fl")));
+    topics.partitions = PARTITIONS;
+    let settings = KafkaSettings::from_env("contact-chain-test");
+    callstream_platform::admin::ensure_topics(&settings, &topics.specs()).await?;
+    let producer = producer()?;
+    let grid = control_change(
+        ControlSetting::GridSettings,
+        None,
+        ControlValue {
+            grid: Some(GridSettings {
+                slot_seconds: 5,
+                launches_per_slot: 10,
+                default_time_zone: "America/New_York".into(),
+            }),
+            ..ControlValue::default()
+        },
+    );
+    let mut every_day = fixtures::every_day_campaign(1);
+    if let Some(campaign) = every_day.campaign.as_mut() {
+        campaign.max_attempts = 10;
+    }
+    let campaign = control_change(ControlSetting::CampaignSettings, Some(CAMPAIGN), every_day);
+    for change in [&grid, &campaign] {
+        let topic = topics.name("control");
+        send(&producer, &topic, &change.record_key(), change.encode()?).await?;
+    }
+    let (contact_app, scheduler_app) = (unique_name("contact"), unique_name("scheduler"));
+    let (contact, scheduler) = start_both(&topics, &contact_app, &scheduler_app);
+
+    let mut request = ContactCommand {
+        event_id: fixtures::id("lr/fl/r1"),
+        ..fixtures::launch_request(TENANT, "fl", CAMPAIGN, "r1", "+13055550100", t0())
+    };
+    request.occurred_at = Utc::now();
+    // Noon where the lead is, so the campaign and Florida's hours are open now.
+    request.contact.as_mut().unwrap().time_zone = Some(fixtures::noon_zone());
+    let commands = topics.name("contact-commands");
+    send(&producer, &commands, "fl", request.encode()?).await?;
+
+    let launches_topic = topics.name("launch-commands");
+    let mut first_placed = None;
+    for n in 1..=3usize {
+        let launches: Vec<LaunchCommand> =
+            collect(&launches_topic, n, Duration::from_secs(150)).await?;
+        assert_eq!(launches.len(), n, "call {n}");
+        let launch = launches.last().unwrap();
+        assert_eq!(launch.jurisdictions, ["FL"]);
+        assert_eq!(launch.placed_calls.len(), n - 1, "call {n}");
+        let placed = Utc::now();
+        first_placed.get_or_insert(placed);
+        let accepted = fixtures::call_launch(
+            TENANT,
+            "fl",
+            CAMPAIGN,
+            launch.launch_id,
+            launch.job_id,
+            LaunchStatus::Accepted,
+            placed,
+        );
+        let topic = topics.name("call-launches");
+        send(&producer, &topic, "fl", accepted.encode()?).await?;
+        let result = call_event(
+            "fl",
+            &format!("CA{n}"),
+            Some(launch.launch_id),
+            "no-answer",
+            None,
+            placed,
+        );
+        send(
+            &producer,
+            &topics.name("call-events"),
+            "fl",
+            result.encode()?,
+        )
+        .await?;
+    }
+
+    // The fourth: the scheduler books it after the first call ages out, naming the cap.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(90);
+    let capped = loop {
+        let events: Vec<ScheduleEvent> =
+            collect(&topics.name("schedule-events"), 1, Duration::from_secs(30)).await?;
+        if let Some(e) = events
+            .into_iter()
+            .find(|e| e.reason == "frequency_cap:FL:3_per_24h")
+        {
+            break e;
+        }
+        anyhow::ensure!(
+            tokio::time::Instant::now() < deadline,
+            "no schedule event names the cap"
+        );
+    };
+    assert_eq!(capped.kind, ScheduleEventKind::Allocated);
+    let first = first_placed.unwrap_or_default();
+    assert!(
+        capped.slot_at >= Some(first + chrono::TimeDelta::days(1)),
+        "{:?} is within 24 hours of the first call at {first}",
+        capped.slot_at
+    );
+    let launches: Vec<LaunchCommand> = collect(&launches_topic, 3, Duration::from_secs(10)).await?;
+    assert_eq!(launches.len(), 3, "no fourth call");
+    contact.stop()?;
+    scheduler.stop()?;
+    Ok(())
+}
