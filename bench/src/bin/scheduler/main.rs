@@ -156,6 +156,21 @@ fn run_pure(args: &Args, report: &mut Report) -> Result<()> {
         "allocations/s",
     )?;
     report.emit(
+        "pure_allocations_rules_on_per_s",
+        result.spread_rules_on_per_s,
+        "allocations/s",
+    )?;
+    report.emit(
+        "pure_place_job_rules_on_per_s",
+        result.place_job_rules_on_per_s,
+        "allocations/s",
+    )?;
+    report.emit(
+        "pure_rules_on_ratio",
+        result.spread_rules_on_per_s / result.spread_per_s,
+        "ratio",
+    )?;
+    report.emit(
         "pure_frontier_allocations_per_s",
         result.frontier_per_s,
         "allocations/s",

@@ -13,12 +13,21 @@
 //! - frontier: `booked` jobs back to back from one instant, then requests
 //!   at that instant: each one crosses every booked day and closed night to
 //!   the end (far deeper than the scheduler's horizon allows; a worst case).
+//!
+//! The spread and `place_job` rounds run twice: rules off (no state known, the
+//! federal floor and the window) and rules on (a Florida lead: Florida's hours
+//! and its 3-in-24-hours cap over two calls already placed, intersected with
+//! the window; `place_job` builds the lead's rules from the wire fields on
+//! every round, as the scheduler does per request).
 
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _, Result};
+use callstream_domain::calling_rules::AllOf;
 use callstream_domain::calling_window::{CallingWindow, CampaignWindow, Days};
 use callstream_domain::slot_grid::{GridConfig, JobId, SlotGrid};
+use callstream_domain::Availability;
+use callstream_kit::calling_rules::LeadRules;
 use callstream_scheduler::placement::{place_job, Outcome, Timing};
 use chrono::{DateTime, NaiveTime, TimeDelta, TimeZone, Utc};
 use chrono_tz::America::Chicago;
@@ -37,6 +46,8 @@ pub struct Pure {
     pub spread_per_s: f64,
     pub place_job_per_s: f64,
     pub frontier_per_s: f64,
+    pub spread_rules_on_per_s: f64,
+    pub place_job_rules_on_per_s: f64,
 }
 
 /// Scattered earliest times span this many days; the search may run past
@@ -122,11 +133,47 @@ pub fn measure(sizes: Sizes) -> Result<Pure> {
     let place_job_per_s = per_s(sizes.rounds, began);
     ensure_size(&grid, sizes.booked)?;
 
+    // Rules on: a Florida lead with two calls placed the day before the spread.
+    let placed = [start - TimeDelta::hours(20), start - TimeDelta::hours(18)];
+    let states = ["FL".to_owned()];
+    let rules = LeadRules::from_wire(&states, &[Chicago], &placed).context("Florida's rules")?;
+    let began = Instant::now();
+    for n in 0..sizes.rounds {
+        let id = job(3 << 40 | n);
+        let parts: [&dyn Availability; 2] = [&window, &rules];
+        grid.allocate(id, spread(start, n * 7 + 3), &AllOf(&parts), horizon)
+            .map_err(|refusal| anyhow::anyhow!("spread round {n} with rules: {refusal}"))?;
+        grid.cancel(id);
+    }
+    let spread_rules_on_per_s = per_s(sizes.rounds, began);
+    ensure_size(&grid, sizes.booked)?;
+
+    let began = Instant::now();
+    for n in 0..sizes.rounds {
+        let id = job(4 << 40 | n);
+        let timing = Timing {
+            earliest: spread(start, n * 11 + 5),
+            now: start,
+            horizon: PLACE_HORIZON,
+            move_buffer: MOVE_BUFFER,
+        };
+        let rules = LeadRules::from_wire(&states, &[Chicago], &placed);
+        match place_job(&mut grid, id, &window, rules.as_ref(), timing) {
+            Outcome::Allocated { .. } => {}
+            other => bail!("place_job round {n} with rules did not allocate: {other:?}"),
+        }
+        grid.cancel(id);
+    }
+    let place_job_rules_on_per_s = per_s(sizes.rounds, began);
+    ensure_size(&grid, sizes.booked)?;
+
     let frontier_per_s = frontier(sizes, start, &window)?;
     Ok(Pure {
         spread_per_s,
         place_job_per_s,
         frontier_per_s,
+        spread_rules_on_per_s,
+        place_job_rules_on_per_s,
     })
 }
 
