@@ -341,7 +341,10 @@ async fn drive(
         .map(|l| {
             (
                 (l.tenant.clone(), l.contact_id.clone()),
-                l.contact.time_zone.clone(),
+                promises::LeadRecord {
+                    zone: l.contact.time_zone.clone(),
+                    state: l.contact.state.clone(),
+                },
             )
         })
         .collect();

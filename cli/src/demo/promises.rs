@@ -12,6 +12,12 @@
 //! - `no_call_outside_window`: every call inside the campaign's window and
 //!   federal hours, in every candidate zone of the lead (resolved as the
 //!   contact processor resolves it: contact record, area code, tenant default);
+//! - `no_call_against_state_rules`: every call allowed by the state calling
+//!   rules of the lead's states (the CRM record's state, else the area code's;
+//!   both when they disagree), read in the lead's local time: state hours and
+//!   holidays at the moment of the create, and no call beyond a state's
+//!   frequency cap over the calls created before it to the same lead on the
+//!   same campaign;
 //! - `no_contact_stuck`: no contact left in `dispatching` (from the last
 //!   `contact-state` of each contact).
 //!
@@ -21,8 +27,10 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use callstream_control::ControlFile;
-use callstream_domain::timezone::{resolve_zone, ZoneInputs};
+use callstream_domain::calling_rules::{resolve_jurisdictions, JurisdictionInputs};
+use callstream_domain::timezone::{resolve_zone, ResolvedZone, ZoneInputs};
 use callstream_domain::Availability;
+use callstream_kit::calling_rules::LeadRules;
 use callstream_kit::control::settings::window_from_wire;
 use chrono::DateTime;
 use serde::Serialize;
@@ -82,6 +90,7 @@ pub struct Promises {
     pub no_call_while_paused: Check,
     pub cap_held_by_send_time: Check,
     pub no_call_outside_window: Check,
+    pub no_call_against_state_rules: Check,
     pub no_contact_stuck: Check,
 }
 
@@ -133,9 +142,16 @@ fn at(ms: i64) -> String {
         .unwrap_or_default()
 }
 
-/// The zone of each contact the workload named (the contact record's), by tenant and
-/// contact: two tenants' contacts with one id are different people.
-pub type ContactZones = HashMap<(String, String), Option<String>>;
+/// What the CRM record of a contact the workload named says of where it is.
+#[derive(Debug, Clone, Default)]
+pub struct LeadRecord {
+    pub zone: Option<String>,
+    pub state: Option<String>,
+}
+
+/// The record of each contact the workload named, by tenant and contact: two tenants'
+/// contacts with one id are different people.
+pub type ContactZones = HashMap<(String, String), LeadRecord>;
 
 /// Checks every promise.
 pub fn check(
@@ -152,6 +168,7 @@ pub fn check(
         no_call_while_paused: paused(&calls, pauses),
         cap_held_by_send_time: cap(&calls, control),
         no_call_outside_window: windows(&calls, control, zones),
+        no_call_against_state_rules: state_rules(&calls, control, zones),
         no_contact_stuck: stuck(tally),
     }
 }
@@ -280,17 +297,7 @@ fn windows(calls: &[Call], control: &ControlFile, zones: &ContactZones) -> Check
             // No window of its own: the built-in one (federal hours bound it anyway).
             _ => callstream_kit::control::CampaignConfig::builtin().window,
         };
-        let contact_zone = zones
-            .get(&(c.tenant.clone(), c.contact.clone()))
-            .cloned()
-            .flatten();
-        let default = tenant.grid.as_ref().map(|g| g.default_time_zone.clone());
-        let Ok(zone) = resolve_zone(&ZoneInputs {
-            contact_zone: contact_zone.as_deref(),
-            platform_zone: None,
-            phone: Some(&c.to),
-            tenant_default: default.as_deref(),
-        }) else {
+        let Some(zone) = lead_zone(c, control, zones) else {
             continue;
         };
         let Ok(window) = campaign_window.for_lead(&zone) else {
@@ -316,6 +323,72 @@ fn windows(calls: &[Call], control: &ControlFile, zones: &ContactZones) -> Check
                 )
             });
         }
+    }
+    check
+}
+
+/// The lead's zone(s) as the contact processor resolves them: record, area code, tenant
+/// default.
+fn lead_zone(c: &Call, control: &ControlFile, zones: &ContactZones) -> Option<ResolvedZone> {
+    let record = zones.get(&(c.tenant.clone(), c.contact.clone()));
+    let default = control
+        .tenants
+        .get(&c.tenant)
+        .and_then(|t| t.grid.as_ref())
+        .map(|g| g.default_time_zone.clone());
+    resolve_zone(&ZoneInputs {
+        contact_zone: record.and_then(|r| r.zone.as_deref()),
+        platform_zone: None,
+        phone: Some(&c.to),
+        tenant_default: default.as_deref(),
+    })
+    .ok()
+}
+
+/// Each call against the state rules of the lead's states, in its zone(s), with the calls
+/// created before it to the same lead on the same campaign as what the caps count.
+fn state_rules(calls: &[Call], control: &ControlFile, zones: &ContactZones) -> Check {
+    let mut check = Check::default();
+    let mut before: HashMap<(&str, &str, &str), Vec<DateTime<chrono::Utc>>> = HashMap::new();
+    for c in calls {
+        check.saw();
+        let Some(when) = DateTime::from_timestamp_millis(c.created_ms) else {
+            continue;
+        };
+        let placed = before
+            .entry((&c.tenant, &c.contact, &c.campaign))
+            .or_default();
+        let record = zones.get(&(c.tenant.clone(), c.contact.clone()));
+        let states = resolve_jurisdictions(&JurisdictionInputs {
+            contact_state: record.and_then(|r| r.state.as_deref()),
+            phone: Some(&c.to),
+            tenant_default: None,
+        });
+        let rules = match (states, lead_zone(c, control, zones)) {
+            (Ok(states), Some(zone)) => {
+                let (states, _) = callstream_kit::calling_rules::to_wire(&states);
+                LeadRules::from_wire(&states, &zone.zones, placed)
+            }
+            _ => None,
+        };
+        if let Some(Err((violation, _))) = rules.map(|r| r.check(when, when)) {
+            let local = lead_zone(c, control, zones)
+                .map(|z| {
+                    when.with_timezone(&z.primary())
+                        .format("%a %H:%M %Z")
+                        .to_string()
+                })
+                .unwrap_or_default();
+            check.broke(|| {
+                format!(
+                    "{}/{} called at {} ({local}): {violation}",
+                    c.tenant,
+                    c.contact,
+                    at(c.created_ms)
+                )
+            });
+        }
+        placed.push(when);
     }
     check
 }
@@ -395,5 +468,42 @@ mod tests {
         let burst = calls(&sim(times(7, 100)), "acme");
         let check = cap(&burst, &file);
         assert_eq!(check.broken, 1, "{check:?}");
+    }
+
+    #[test]
+    fn a_call_against_a_state_rule_breaks_the_promise() {
+        let file = ControlFile::parse(
+            "[tenants.acme]\n[tenants.acme.grid]\nslot_seconds = 75\nlaunches_per_slot = 1\ndefault_time_zone = \"America/Chicago\"\n",
+        )
+        .unwrap();
+        // Thursday 4 June 2026 in Louisville (EDT, UTC-4): Kentucky allows calls from 10:00.
+        let ky = |contact: &str, hour: i64| {
+            let mut c = call(contact, (1_780_545_600 + hour * 3_600) * 1_000, None, None);
+            c["to"] = json!("+15025550101");
+            c
+        };
+        let miami = |hour: i64| {
+            let mut c = call("fl", (1_780_545_600 + hour * 3_600) * 1_000, None, None);
+            c["to"] = json!("+13055550101");
+            c
+        };
+        let checked = calls(
+            &sim(vec![
+                ky("early", 9),
+                ky("late", 11),
+                miami(10),
+                miami(11),
+                miami(12),
+                miami(13),
+            ]),
+            "acme",
+        );
+        let check = state_rules(&checked, &file, &ContactZones::new());
+        assert_eq!((check.checked, check.broken), (6, 2), "{check:?}");
+        assert!(
+            check.examples[0].contains("acme/early")
+                && check.examples[0].contains("state_hours:KY")
+        );
+        assert!(check.examples[1].contains("frequency_cap:FL:3_per_24h"));
     }
 }

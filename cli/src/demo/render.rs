@@ -338,6 +338,10 @@ pub fn text(s: &Summary) -> String {
             ("no call while paused", &p.no_call_while_paused),
             ("pace cap by send time", &p.cap_held_by_send_time),
             ("no call outside the window", &p.no_call_outside_window),
+            (
+                "no call against state rules",
+                &p.no_call_against_state_rules,
+            ),
             ("no contact stuck", &p.no_contact_stuck),
         ],
     );

@@ -76,6 +76,8 @@ pub struct Invariants {
     pub no_call_while_paused: bool,
     pub cap_held_by_send_time: bool,
     pub no_call_outside_window: bool,
+    /// No call against the state calling rules of the lead's states, in its local time.
+    pub no_call_against_state_rules: bool,
     pub no_contact_stuck: bool,
     /// Every webhook answered 2xx is on `call-events` (by the event id the answer named).
     pub webhooks_on_call_events: bool,
@@ -104,7 +106,7 @@ impl Invariants {
     }
 
     /// Every invariant, with its name.
-    pub fn all(&self) -> [(&'static str, bool); 19] {
+    pub fn all(&self) -> [(&'static str, bool); 20] {
         [
             ("every launch request accepted", self.every_request_accepted),
             ("launches went out when due", self.launches_when_due),
@@ -130,6 +132,10 @@ impl Invariants {
             (
                 "no call outside the lead's window (simulator)",
                 self.no_call_outside_window,
+            ),
+            (
+                "no call against the lead's state rules (simulator)",
+                self.no_call_against_state_rules,
             ),
             ("no contact stuck in dispatching", self.no_contact_stuck),
             (
@@ -195,6 +201,7 @@ pub fn build(t: &Tally, sims: &SimStats, cx: Context<'_>) -> Summary {
         no_call_while_paused: cx.promises.no_call_while_paused.ok(),
         cap_held_by_send_time: cx.promises.cap_held_by_send_time.ok(),
         no_call_outside_window: cx.promises.no_call_outside_window.ok(),
+        no_call_against_state_rules: cx.promises.no_call_against_state_rules.ok(),
         no_contact_stuck: cx.promises.no_contact_stuck.ok(),
         webhooks_on_call_events: records.webhooks_on_call_events.ok(),
         failures_have_exceptions: records.failures_have_exceptions.ok(),

@@ -7,24 +7,38 @@ use serde::Serialize;
 /// Where leads live: a NANP area code (the zone comes from the number) or
 /// an explicit zone (leads abroad, whose CRM record names it).
 const PLACES: &[(&str, Option<&str>, u32)] = &[
-    ("212", None, 14),                    // New York
-    ("312", None, 14),                    // Chicago
-    ("303", None, 8),                     // Denver
-    ("602", None, 6),                     // Phoenix (no DST)
-    ("213", None, 14),                    // Los Angeles
-    ("907", None, 2),                     // Alaska
-    ("808", None, 4),                     // Hawaii
-    ("415", Some("Europe/London"), 10),   // a lead abroad, zone on the record
-    ("646", Some("Asia/Kolkata"), 10),    // another
-    ("917", Some("Australia/Sydney"), 8), // and another
-    ("305", Some("America/New_York"), 10),
+    ("212", None, 14),                     // New York
+    ("312", None, 14),                     // Chicago
+    ("303", None, 8),                      // Denver
+    ("602", None, 6),                      // Phoenix (no DST)
+    ("213", None, 14),                     // Los Angeles
+    ("907", None, 2),                      // Alaska
+    ("808", None, 4),                      // Hawaii
+    ("415", Some("Europe/London"), 10),    // a lead abroad, zone on the record
+    ("646", Some("Asia/Kolkata"), 10),     // another
+    ("917", Some("Australia/Sydney"), 8),  // and another
+    ("305", Some("America/New_York"), 10), // Miami: Florida's hours and 3-in-24h cap
+    // States with calling rules beyond the federal floor (domain/data/calling_rules.txt).
+    ("502", None, 4), // Louisville: Kentucky, no calls before 10:00
+    ("205", None, 3), // Birmingham: Alabama
+    ("504", None, 3), // New Orleans: Louisiana
+    ("410", None, 3), // Baltimore: Maryland, 08:00-20:00 and a cap
+    ("405", None, 3), // Oklahoma City: Oklahoma, 08:00-20:00 and a cap
+    ("215", None, 3), // Philadelphia: Pennsylvania
 ];
+
+/// Every this many contacts, a US lead's CRM record names Kentucky whatever its area code
+/// says: both states' rules apply.
+const RECORD_SAYS_KENTUCKY_EVERY: usize = 25;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct ContactRecord {
     pub phone_number: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub time_zone: Option<String>,
+    /// The US state on the CRM record (the first source of the state calling rules).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
     pub do_not_call: bool,
     pub blocked: bool,
     pub enrolled_student: bool,
@@ -120,6 +134,13 @@ pub fn plan(settings: &PlanSettings) -> Plan {
                 contact: ContactRecord {
                     phone_number,
                     time_zone: zone.map(str::to_string),
+                    state: match area {
+                        "305" => Some("FL".into()),
+                        _ if zone.is_none() && n % RECORD_SAYS_KENTUCKY_EVERY == 7 => {
+                            Some("KY".into())
+                        }
+                        _ => None,
+                    },
                     do_not_call: flag == 0,
                     blocked: flag == 1,
                     enrolled_student: flag == 2,
