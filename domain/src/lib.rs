@@ -15,7 +15,8 @@ pub mod policy;
 pub mod slot_grid;
 pub mod workflow;
 
-// Who may be called: restrictions and who may lift them.
+// Who may be called: restrictions and who may lift them, and an opt-out in the lead's words.
+pub mod opt_out;
 pub mod restrictions;
 
 // What the edges accept from outside.

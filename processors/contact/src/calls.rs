@@ -231,7 +231,7 @@ fn subject_of(event: &CallEvent, campaign: &str, job: Option<&Job>) -> Subject {
 /// stopped, as for a stop in the call's first report. `Ok(true)` when that changed the
 /// contact.
 fn keep_the_leads_stop(step: &mut Step<'_, '_>, event: &CallEvent) -> Result<bool, ProcessError> {
-    if !event.analysis.as_ref().is_some_and(|a| a.do_not_call) {
+    if !event.analysis.as_ref().is_some_and(said_opt_out) {
         return Ok(false);
     }
     if step.contact.flags.from_lead(Restriction::DoNotCall) != Change::Added {
@@ -246,6 +246,16 @@ fn keep_the_leads_stop(step: &mut Step<'_, '_>, event: &CallEvent) -> Result<boo
     crate::launch::end_step_if_idle(step, reason)?;
     step.stop_launches_in_flight(reason)?;
     Ok(true)
+}
+
+/// The lead opted out in this call: the analysis's flag, or the lead's words in any form
+/// it reports them ("stop", "remove me", "do not call", "asked to be removed").
+fn said_opt_out(a: &callstream_schemas::CallAnalysis) -> bool {
+    a.do_not_call
+        || [&a.request_phrase, &a.callback_phrase, &a.summary]
+            .into_iter()
+            .flatten()
+            .any(|text| callstream_domain::opt_out::says_opt_out(text))
 }
 
 /// Counts and logs a rejected transition; nothing else changes.
@@ -272,7 +282,7 @@ fn analysis_of(event: &CallEvent, zone: Tz) -> (CallAnalysis, Option<String>) {
     let mut analysis = CallAnalysis {
         callback: None,
         call_me_later: false,
-        do_not_call: a.do_not_call,
+        do_not_call: said_opt_out(a),
         wants_person: a.wants_person,
         interested: a.interested,
         summary: a.summary.clone(),

@@ -310,6 +310,43 @@ fn do_not_call_marks_the_contact_and_cancels_its_future_jobs() {
     assert!(!h.crm().is_empty(), "the call is still logged");
 }
 
+/// Issue 19: an opt-out in the lead's words counts as one whatever the analysis's flag says:
+/// every future job of every campaign is cancelled in the same transaction as the result.
+#[test]
+fn an_opt_out_in_the_leads_words_cancels_every_campaigns_jobs() {
+    for (summary, request) in [
+        (Some("Lead asked to be removed from the list."), None),
+        (None, Some("stop")),
+        (Some("said: take me off your list"), None),
+    ] {
+        let mut h = harness();
+        let launch = h.launched("c1");
+        h.command(&launch_request("c1", "nurture", "r2"), t0() + minutes(1));
+        let other = h.plans().pop().unwrap();
+        let analysis = CallAnalysis {
+            do_not_call: false,
+            summary: summary.map(str::to_owned),
+            request_phrase: request.map(str::to_owned),
+            ..CallAnalysis::default()
+        };
+        let before = h.crm().len();
+        h.call(&answered(
+            "c1",
+            "CA1",
+            Some(launch.launch_id),
+            analysis,
+            t0() + minutes(8),
+        ));
+        let cancels = h.cancels();
+        assert_eq!(cancels.len(), 1, "{summary:?} {request:?}");
+        assert_eq!(cancels[0].job_id, other.job_id);
+        assert_eq!(cancels[0].reason, "do_not_call_requested");
+        let state = h.state("c1");
+        assert!(state.do_not_call, "{summary:?} {request:?}");
+        assert!(h.crm().len() > before, "the CRM is told");
+    }
+}
+
 #[test]
 fn a_request_for_a_person_opens_an_urgent_exception_and_holds_calls() {
     let analysis = CallAnalysis {
