@@ -115,16 +115,15 @@ fn start_both(topics: &Topics, contact_app: &str, scheduler_app: &str) -> (Runni
     (contact, scheduler)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn launch_requests_go_round_contact_and_scheduler_to_launch_commands() -> Result<()> {
-    let mut topics = Topics::with_prefix(format!("{}-", unique_name("chain")));
+/// Fresh topics named after `name`, and `control` set as both tests need: short slots with
+/// room, every day open (federal hours still apply), a one-minute retry, and at most
+/// `max_attempts` calls per campaign.
+async fn chain(name: &str, max_attempts: i32) -> Result<(Topics, FutureProducer)> {
+    let mut topics = Topics::with_prefix(format!("{}-", unique_name(name)));
     topics.partitions = PARTITIONS;
     let settings = KafkaSettings::from_env("contact-chain-test");
     callstream_platform::admin::ensure_topics(&settings, &topics.specs()).await?;
     let producer = producer()?;
-
-    // Control: short slots with room, every day open (federal hours still
-    // apply), and a one-minute voicemail retry.
     let grid = control_change(
         ControlSetting::GridSettings,
         None,
@@ -137,20 +136,21 @@ async fn launch_requests_go_round_contact_and_scheduler_to_launch_commands() -> 
             ..ControlValue::default()
         },
     );
-    let campaign = control_change(
-        ControlSetting::CampaignSettings,
-        Some(CAMPAIGN),
-        fixtures::every_day_campaign(1),
-    );
-    for change in [&grid, &campaign] {
-        send(
-            &producer,
-            &topics.name("control"),
-            &change.record_key(),
-            change.encode()?,
-        )
-        .await?;
+    let mut every_day = fixtures::every_day_campaign(1);
+    if let Some(campaign) = every_day.campaign.as_mut() {
+        campaign.max_attempts = max_attempts;
     }
+    let campaign = control_change(ControlSetting::CampaignSettings, Some(CAMPAIGN), every_day);
+    for change in [&grid, &campaign] {
+        let topic = topics.name("control");
+        send(&producer, &topic, &change.record_key(), change.encode()?).await?;
+    }
+    Ok((topics, producer))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn launch_requests_go_round_contact_and_scheduler_to_launch_commands() -> Result<()> {
+    let (topics, producer) = chain("chain", 3).await?;
 
     let (contact_app, scheduler_app) = (unique_name("contact"), unique_name("scheduler"));
     let (contact, scheduler) = start_both(&topics, &contact_app, &scheduler_app);
@@ -253,32 +253,7 @@ async fn launch_requests_go_round_contact_and_scheduler_to_launch_commands() -> 
 /// Florida's rolling 24 hours, with the cap as its reason, and no fourth launch is sent.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_florida_leads_fourth_call_waits_for_the_cap_with_the_cap_as_reason() -> Result<()> {
-    let mut topics = Topics::with_prefix(format!("{}-", unique_name("chain-fl")));
-    topics.partitions = PARTITIONS;
-    let settings = KafkaSettings::from_env("contact-chain-test");
-    callstream_platform::admin::ensure_topics(&settings, &topics.specs()).await?;
-    let producer = producer()?;
-    let grid = control_change(
-        ControlSetting::GridSettings,
-        None,
-        ControlValue {
-            grid: Some(GridSettings {
-                slot_seconds: 5,
-                launches_per_slot: 10,
-                default_time_zone: "America/New_York".into(),
-            }),
-            ..ControlValue::default()
-        },
-    );
-    let mut every_day = fixtures::every_day_campaign(1);
-    if let Some(campaign) = every_day.campaign.as_mut() {
-        campaign.max_attempts = 10;
-    }
-    let campaign = control_change(ControlSetting::CampaignSettings, Some(CAMPAIGN), every_day);
-    for change in [&grid, &campaign] {
-        let topic = topics.name("control");
-        send(&producer, &topic, &change.record_key(), change.encode()?).await?;
-    }
+    let (topics, producer) = chain("chain-fl", 10).await?;
     let (contact_app, scheduler_app) = (unique_name("contact"), unique_name("scheduler"));
     let (contact, scheduler) = start_both(&topics, &contact_app, &scheduler_app);
 

@@ -7,10 +7,12 @@
 //! call) is counted and logged and changes nothing else, and when it is a
 //! final result it opens a `transition_rejected` exception (a call's result
 //! nobody would act on); a final outcome that is accepted runs the policy
-//! once, and its decisions are carried out in order (see `decisions`). A lead's "stop" in an event's analysis is kept
-//! on every path, the ones that change nothing else included: platforms post
-//! the analysis in a webhook of its own, often after the status callback has
-//! already recorded the call's result.
+//! once, and its decisions are carried out in order (see `decisions`). A
+//! lead's "stop" in an event's analysis (its flag, or the lead's words) is
+//! kept on every path, the ones that change nothing else included: platforms
+//! post the analysis in a webhook of its own, often after the status callback
+//! has already recorded the call's result. A final result heard for a launch
+//! counts as a call placed, for the frequency caps.
 
 use callstream_domain::callback_time::{read_callback_time, Reading};
 use callstream_domain::failures::PermanentFailure;

@@ -468,6 +468,21 @@ pub async fn schedule(
     })
 }
 
+/// A state calling rule's id (`state_hours:FL`, `frequency_cap:FL:3_per_24h`): shown as it
+/// is written in the rules file, so an operator can look it up.
+fn is_rule(reason: &str) -> bool {
+    reason.contains(':')
+}
+
+/// A reason code for people: words, except a rule's id, which stays as written.
+fn reason_text(reason: &str) -> String {
+    if is_rule(reason) {
+        reason.to_owned()
+    } else {
+        reason.replace('_', " ")
+    }
+}
+
 /// Jobs as a table: planned time in the operator's zone with the lead's beside it, slot,
 /// state with what holds it, the time the lead asked for, and the job it replaced.
 fn jobs_table(jobs: &[Job], zone: Zone, with_contact: bool) -> Markup {
@@ -488,8 +503,10 @@ fn jobs_table(jobs: &[Job], zone: Zone, with_contact: bool) -> Markup {
                         td { @if let Some(s) = j.slot { (s) } @else { "—" } }
                         td {
                             span class={ "state state-" (j.state) } { (j.state) }
-                            @if let Some(r) = &j.reason { br; small { (r.replace('_', " ")) } }
-                            @if j.state == "held" { @if let Some(d) = &j.reason_detail { br; small { (d) } } }
+                            @if let Some(r) = &j.reason { br; small { (reason_text(r)) } }
+                            @if j.state == "held" || j.reason.as_deref().is_some_and(is_rule) {
+                                @if let Some(d) = &j.reason_detail { br; small { (d) } }
+                            }
                         }
                         td { @if let Some(r) = j.requested_at { (at_both(r, zone.0, j.time_zone.as_deref())) } @else { "—" } }
                         td { @if let Some(r) = j.replaces_job_id {
