@@ -55,6 +55,10 @@ macro_rules! event_types {
         }
 
         /// Any event, as returned by [`decode_any`](crate::decode_any).
+        // A control change (two whole values) is the largest; an `AnyEvent` lives for one
+        // record's decode, so boxing every variant would cost an allocation per record to
+        // save a few hundred bytes of stack.
+        #[allow(clippy::large_enum_variant)]
         #[derive(Debug, Clone, PartialEq)]
         pub enum AnyEvent {
             $($ty($ty),)+

@@ -30,7 +30,7 @@ use callstream_control::ControlFile;
 use callstream_domain::calling_rules::{resolve_jurisdictions, JurisdictionInputs};
 use callstream_domain::timezone::{resolve_zone, ResolvedZone, ZoneInputs};
 use callstream_domain::Availability;
-use callstream_kit::calling_rules::LeadRules;
+use callstream_kit::calling_rules::{LeadRules, TenantCallingRules};
 use callstream_kit::control::settings::window_from_wire;
 use chrono::DateTime;
 use serde::Serialize;
@@ -345,19 +345,33 @@ fn lead_zone(c: &Call, control: &ControlFile, zones: &ContactZones) -> Option<Re
     .ok()
 }
 
-/// Each call against the state rules of the lead's states, in its zone(s), with the calls
-/// created before it to the same lead on the same campaign as what the caps count.
+/// Each call against the state rules of the lead's states (and its tenant's own rules and
+/// overrides, from the control file), in its zone(s), with the calls created before it to
+/// the same lead within the tenant's cap subject as what the caps count.
 fn state_rules(calls: &[Call], control: &ControlFile, zones: &ContactZones) -> Check {
     let mut check = Check::default();
+    let tenants: HashMap<&str, TenantCallingRules> = control
+        .tenants
+        .iter()
+        .map(|(id, t)| {
+            let rules = t
+                .calling_rules
+                .as_ref()
+                .and_then(|w| TenantCallingRules::from_wire(w).ok())
+                .unwrap_or_default();
+            (id.as_str(), rules)
+        })
+        .collect();
+    let statutory = TenantCallingRules::default();
     let mut before: HashMap<(&str, &str, &str), Vec<DateTime<chrono::Utc>>> = HashMap::new();
     for c in calls {
         check.saw();
         let Some(when) = DateTime::from_timestamp_millis(c.created_ms) else {
             continue;
         };
-        let placed = before
-            .entry((&c.tenant, &c.contact, &c.campaign))
-            .or_default();
+        let tenant = tenants.get(c.tenant.as_str()).unwrap_or(&statutory);
+        let subject = tenant.cap_subject.key(&c.campaign);
+        let placed = before.entry((&c.tenant, &c.contact, subject)).or_default();
         let record = zones.get(&(c.tenant.clone(), c.contact.clone()));
         let states = resolve_jurisdictions(&JurisdictionInputs {
             contact_state: record.and_then(|r| r.state.as_deref()),
@@ -367,7 +381,7 @@ fn state_rules(calls: &[Call], control: &ControlFile, zones: &ContactZones) -> C
         let rules = match (states, lead_zone(c, control, zones)) {
             (Ok(states), Some(zone)) => {
                 let (states, _) = callstream_kit::calling_rules::to_wire(&states);
-                LeadRules::from_wire(&states, &zone.zones, placed)
+                LeadRules::from_wire(&states, &zone.zones, placed, &tenant.rules)
             }
             _ => None,
         };

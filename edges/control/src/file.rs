@@ -16,7 +16,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use callstream_schemas::{
-    CampaignSettings, CompletionSettings, ControlSetting, ControlValue, GridSettings,
+    CallingRules, CampaignSettings, CompletionSettings, ControlSetting, ControlValue, GridSettings,
     NotificationRoutes,
 };
 
@@ -79,6 +79,8 @@ pub struct TenantFile {
     pub campaigns: BTreeMap<String, CampaignFile>,
     /// Where the tenant's notifications go.
     pub notifications: Option<NotificationRoutes>,
+    /// The tenant's own calling rules, overrides and cap subject.
+    pub calling_rules: Option<CallingRules>,
 }
 
 /// One campaign's settings.
@@ -143,6 +145,15 @@ impl ControlFile {
                     key(ControlSetting::NotificationRoutes, None),
                     ControlValue {
                         notifications: Some(routes.clone()),
+                        ..ControlValue::default()
+                    },
+                );
+            }
+            if let Some(rules) = &t.calling_rules {
+                out.insert(
+                    key(ControlSetting::CallingRules, None),
+                    ControlValue {
+                        calling_rules: Some(Box::new(rules.clone())),
                         ..ControlValue::default()
                     },
                 );

@@ -122,8 +122,27 @@ pub fn describe(setting: ControlSetting, value: &ControlValue) -> String {
             Some(n) => describe_notifications(n),
             None => "(default)".to_owned(),
         },
+        ControlSetting::CallingRules => match &value.calling_rules {
+            Some(r) => describe_calling_rules(r),
+            None => "(statutory rules only)".to_owned(),
+        },
         ControlSetting::Unknown => "(a setting this version does not know)".to_owned(),
     }
+}
+
+fn describe_calling_rules(r: &callstream_schemas::CallingRules) -> String {
+    let mut parts: Vec<String> = r
+        .rules
+        .iter()
+        .map(|rule| format!("{} ({} {})", rule.id, rule.kind, rule.params))
+        .collect();
+    parts.extend(
+        r.overrides
+            .iter()
+            .map(|o| format!("override {}: {}", o.rule, o.reason)),
+    );
+    parts.push(format!("caps count per {}", r.cap_subject));
+    parts.join("; ")
 }
 
 fn describe_notifications(n: &callstream_schemas::NotificationRoutes) -> String {

@@ -83,8 +83,9 @@ pub fn handle(step: &mut Step<'_, '_>, event: &CallEvent) -> Result<bool, Proces
         // or comes later (the caps err on the side of counting); the platform's own
         // failure to place it is not.
         if outcome != Outcome::Failed {
+            let subject = step.cap_subject(&job.campaign_id).to_owned();
             step.contact
-                .record_placed(&job.campaign_id, launch_id, event.occurred_at);
+                .record_placed(&subject, launch_id, event.occurred_at);
         }
     }
     if let Some(done) = job.as_ref().and_then(|j| j.outcome) {

@@ -10,6 +10,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use callstream_kit::calling_rules::TenantCallingRules;
 use callstream_kit::control::{CampaignConfig, ControlTable, ControlView};
 use callstream_runtime::Context;
 use chrono_tz::Tz;
@@ -29,6 +30,10 @@ pub trait ControlRead {
     /// The length of a slot on the tenant's grid: a launch may leave only
     /// within its slot, so creates keep the grid's pace on the wire.
     fn slot_length(&self, tenant: &str) -> Duration;
+
+    /// The tenant's own calling rules, overrides and cap subject (the statutory rules
+    /// apply regardless).
+    fn calling_rules(&self, tenant: &str) -> Arc<TenantCallingRules>;
 }
 
 impl ControlRead for ControlView<'_> {
@@ -46,6 +51,10 @@ impl ControlRead for ControlView<'_> {
 
     fn slot_length(&self, tenant: &str) -> Duration {
         Duration::from_secs(u64::from(self.grid(tenant).config.slot_seconds))
+    }
+
+    fn calling_rules(&self, tenant: &str) -> Arc<TenantCallingRules> {
+        ControlView::calling_rules(self, tenant)
     }
 }
 

@@ -62,14 +62,21 @@ impl Step<'_, '_> {
         self.contact.resolve_zone(default)
     }
 
-    /// What the state calling rules need to know of the lead, for a call on `subject`.
-    pub fn lead_rules(&self, subject: &str) -> LeadRulesWire {
+    /// What the state calling rules need to know of the lead, for a call of `campaign`:
+    /// its states, and the calls placed within the tenant's cap subject.
+    pub fn lead_rules(&self, campaign: &str) -> LeadRulesWire {
         let (jurisdictions, jurisdiction_source) = self.contact.jurisdictions();
         LeadRulesWire {
             jurisdictions,
             jurisdiction_source,
-            placed_calls: self.contact.placed_on(subject),
+            placed_calls: self.contact.placed_on(self.cap_subject(campaign)),
         }
+    }
+
+    /// What the frequency caps count a call of `campaign` within (the tenant's setting).
+    pub fn cap_subject<'c>(&self, campaign: &'c str) -> &'c str {
+        let rules = self.control.calling_rules(&self.contact.tenant_id);
+        rules.cap_subject.key(campaign)
     }
 
     /// Records `new` and asks the scheduler to plan it.

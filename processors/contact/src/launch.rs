@@ -86,8 +86,14 @@ pub fn launch_due(step: &mut Step<'_, '_>, cmd: &ContactCommand) -> Result<bool,
             let horizon = now
                 + chrono::TimeDelta::from_std(step.config.move_horizon)
                     .unwrap_or(chrono::TimeDelta::days(14));
-            match LeadRules::from_wire(&lead.jurisdictions, &zone.zones, &lead.placed_calls)
-                .map(|rules| rules.check(now, horizon))
+            let tenant_rules = step.control.calling_rules(&tenant);
+            match LeadRules::from_wire(
+                &lead.jurisdictions,
+                &zone.zones,
+                &lead.placed_calls,
+                &tenant_rules.rules,
+            )
+            .map(|rules| rules.check(now, horizon))
             {
                 Some(Err((violation, next))) => {
                     return replan_for_rule(step, &job, violation, next, now);

@@ -64,8 +64,9 @@ pub fn handle(step: &mut Step<'_, '_>, launch: &CallLaunch) -> Result<bool, Proc
     if launch.status == LaunchStatus::Accepted {
         // The platform has the call, whatever the workflow did meanwhile: the frequency
         // caps count it from now on.
+        let subject = step.cap_subject(&job.campaign_id).to_owned();
         step.contact
-            .record_placed(&job.campaign_id, launch.launch_id, launch.occurred_at);
+            .record_placed(&subject, launch.launch_id, launch.occurred_at);
     }
     let workflow = step.contact.workflow;
     let waiting = job.state == JobState::Launched

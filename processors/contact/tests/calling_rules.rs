@@ -122,3 +122,82 @@ fn a_due_call_outside_florida_hours_is_moved_with_the_rule_as_reason() {
     // 08:00 the next morning in New York.
     assert_eq!(replan.earliest_at, Some(at(2024, 3, 6, 13, 0)));
 }
+
+fn tenant_rules(rules: Vec<TenantCallingRule>, overrides: Vec<RuleOverride>) -> ControlChange {
+    control_change(
+        ControlSetting::CallingRules,
+        None,
+        ControlValue {
+            calling_rules: Some(Box::new(CallingRules {
+                rules,
+                overrides,
+                cap_subject: "tenant".into(),
+            })),
+            ..ControlValue::default()
+        },
+    )
+}
+
+/// A tenant's own rule applies to every lead (here a Chicago one, whose state has no
+/// rules), counted across the tenant's campaigns; an override of a statutory rule, with
+/// its reason, lets a call the rule would move go.
+#[test]
+fn a_tenants_own_cap_and_its_override_apply_from_control() {
+    let mut h = harness();
+    h.campaign_settings(CAMPAIGN, every_day(60));
+    h.campaign_settings("nurture", every_day(60));
+    h.set_control(&tenant_rules(
+        vec![TenantCallingRule {
+            id: "tenant:one_a_day".into(),
+            kind: "frequency_cap".into(),
+            params: "max=1; window=24h".into(),
+            states: vec![],
+        }],
+        vec![],
+    ));
+    let launch = h.launched("c1");
+    h.launch_outcome(&callstream_e2e::fixtures::call_launch(
+        TENANT,
+        "c1",
+        CAMPAIGN,
+        launch.launch_id,
+        launch.job_id,
+        LaunchStatus::Accepted,
+        t0() + minutes(5),
+    ));
+    h.call(&answered(
+        "c1",
+        "CA1",
+        Some(launch.launch_id),
+        CallAnalysis::default(),
+        t0() + minutes(6),
+    ));
+    // Another campaign of the tenant, due an hour later: the tenant counts every call.
+    h.command(&launch_request("c1", "nurture", "r2"), t0() + minutes(6));
+    let other = h.plans().pop().expect("planned");
+    assert_eq!(other.placed_calls, [t0() + minutes(5)]);
+    assert!(h.due("c1", &other, t0() + minutes(66)).is_none());
+    let replan = h.plans().pop().expect("re-planned");
+    assert_eq!(replan.reason, "tenant:one_a_day");
+    assert_eq!(
+        replan.earliest_at,
+        Some(t0() + minutes(5) + TimeDelta::days(1))
+    );
+
+    // Florida's hours, overridden with a reason: a call at 20:30 New York time goes.
+    let mut h = harness();
+    h.campaign_settings(CAMPAIGN, every_day(60));
+    h.set_control(&tenant_rules(
+        vec![],
+        vec![RuleOverride {
+            rule: "state_hours:FL".into(),
+            reason: "test: counsel's exemption".into(),
+        }],
+    ));
+    h.command(&florida_request("fl", "r1"), t0());
+    let plan = h.plans().pop().expect("planned");
+    assert!(
+        h.due("fl", &plan, at(2024, 3, 6, 1, 30)).is_some(),
+        "overridden"
+    );
+}

@@ -5,12 +5,77 @@
 //! Every refusal names its rule (`state_hours:FL`, `frequency_cap:FL:3_per_24h`).
 
 use callstream_domain::calling_rules::{
-    CapWindow, Jurisdiction, JurisdictionEntry, JurisdictionSource, Jurisdictions, RuleSet,
-    RuleWindow, TenantRules, Violation,
+    CapWindow, Jurisdiction, JurisdictionEntry, JurisdictionSource, Jurisdictions, Override,
+    RuleId, RuleSet, RuleWindow, TenantRuleSpec, TenantRules, Violation,
 };
+use callstream_schemas::CallingRules;
+
+use crate::control::settings::SettingError;
 use callstream_domain::Availability;
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
+
+/// What frequency caps count within: the calls of one campaign (the default), or every
+/// call of the tenant to the lead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CapSubject {
+    #[default]
+    Campaign,
+    Tenant,
+}
+
+impl CapSubject {
+    /// The key the contact processor counts placed calls under, for a call of `campaign`.
+    pub fn key(self, campaign: &str) -> &str {
+        match self {
+            CapSubject::Campaign => campaign,
+            CapSubject::Tenant => "*",
+        }
+    }
+}
+
+/// A tenant's calling rules from `control`: its own rules and overrides, checked against
+/// the statutory table, and the cap subject. Unset: the statutory rules only, per campaign.
+#[derive(Debug, Clone, Default)]
+pub struct TenantCallingRules {
+    pub rules: TenantRules,
+    pub cap_subject: CapSubject,
+}
+
+impl TenantCallingRules {
+    /// Reads and checks the wire value (`control apply` checks it the same way first).
+    pub fn from_wire(wire: &CallingRules) -> Result<TenantCallingRules, SettingError> {
+        let specs: Vec<TenantRuleSpec> = wire
+            .rules
+            .iter()
+            .map(|r| TenantRuleSpec {
+                id: r.id.clone(),
+                kind: r.kind.clone(),
+                params: r.params.clone(),
+                states: r.states.clone(),
+            })
+            .collect();
+        let overrides = wire
+            .overrides
+            .iter()
+            .map(|o| {
+                Ok(Override {
+                    rule: RuleId::parse(&o.rule)?,
+                    reason: o.reason.clone(),
+                })
+            })
+            .collect::<Result<Vec<_>, SettingError>>()?;
+        let cap_subject = match wire.cap_subject.trim() {
+            "" | "campaign" => CapSubject::Campaign,
+            "tenant" => CapSubject::Tenant,
+            other => return Err(SettingError::CapSubject(other.to_owned())),
+        };
+        Ok(TenantCallingRules {
+            rules: TenantRules::new(&specs, &overrides)?,
+            cap_subject,
+        })
+    }
+}
 
 /// How the events name where a lead's state came from.
 pub fn source_name(source: JurisdictionSource) -> &'static str {
@@ -39,14 +104,16 @@ pub struct LeadRules {
 }
 
 impl LeadRules {
-    /// The rules of the states an event names, in the lead's zone(s), over the calls
-    /// placed to it; `None` when no state (or no zone) is given: the federal floor and
-    /// the campaign's window are all that apply. A state the table does not know is left
-    /// out (the contact processor only writes codes it resolved).
+    /// The rules of the states an event names (and the tenant's own, minus what it
+    /// overrode), in the lead's zone(s), over the calls placed to it; `None` when no rule
+    /// applies (or no zone is given): the federal floor and the campaign's window are all
+    /// that apply. A state the table does not know is left out (the contact processor
+    /// only writes codes it resolved).
     pub fn from_wire(
         jurisdictions: &[String],
         zones: &[Tz],
         placed: &[DateTime<Utc>],
+        tenant: &TenantRules,
     ) -> Option<LeadRules> {
         let entries: Vec<JurisdictionEntry> = jurisdictions
             .iter()
@@ -56,14 +123,14 @@ impl LeadRules {
                 source: JurisdictionSource::Contact,
             })
             .collect();
-        if entries.is_empty() {
-            return None;
-        }
         let states = Jurisdictions {
             entries,
             skipped: Vec::new(),
         };
-        let set = RuleSet::for_lead(&states, &TenantRules::none());
+        let set = RuleSet::for_lead(&states, tenant);
+        if set.rules().is_empty() {
+            return None;
+        }
         let window = set.in_zones(zones.to_vec()).ok()?;
         Some(LeadRules {
             window,
@@ -106,7 +173,8 @@ mod tests {
     #[test]
     fn a_florida_lead_is_held_to_florida_hours_and_named_rule() {
         let zones = [chrono_tz::America::New_York];
-        let rules = LeadRules::from_wire(&["FL".to_owned()], &zones, &[]).expect("rules");
+        let rules = LeadRules::from_wire(&["FL".to_owned()], &zones, &[], &TenantRules::none())
+            .expect("rules");
         // 20:30 in New York on a Tuesday: federal hours allow it, Florida's do not.
         let late = Utc.with_ymd_and_hms(2026, 3, 10, 0, 30, 0).unwrap();
         let horizon = late + chrono::TimeDelta::days(3);
@@ -117,7 +185,7 @@ mod tests {
             next,
             Some(Utc.with_ymd_and_hms(2026, 3, 10, 12, 0, 0).unwrap())
         );
-        assert!(LeadRules::from_wire(&[], &zones, &[]).is_none());
+        assert!(LeadRules::from_wire(&[], &zones, &[], &TenantRules::none()).is_none());
     }
 
     #[test]
@@ -125,7 +193,8 @@ mod tests {
         let zones = [chrono_tz::America::New_York];
         let t = |h| Utc.with_ymd_and_hms(2026, 3, 10, h, 0, 0).unwrap();
         let placed = [t(13), t(15), t(17)];
-        let rules = LeadRules::from_wire(&["FL".to_owned()], &zones, &placed).expect("rules");
+        let rules = LeadRules::from_wire(&["FL".to_owned()], &zones, &placed, &TenantRules::none())
+            .expect("rules");
         let (violation, next) = rules
             .check(t(19), t(19) + chrono::TimeDelta::days(3))
             .unwrap_err();

@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use callstream_domain::calling_rules::Violation;
+use callstream_domain::calling_rules::{TenantRules, Violation};
 use callstream_kit::calling_rules::LeadRules;
 use callstream_schemas::LaunchCommand;
 
@@ -75,8 +75,9 @@ impl Launch {
     }
 
     /// The state calling rule a create at `now_ms` would break, if any: the lead's states'
-    /// hours and holidays in its zone(s), and their frequency caps over the calls placed.
-    pub fn calling_rule_broken(&self, now_ms: i64) -> Option<Violation> {
+    /// hours and holidays in its zone(s), and their frequency caps over the calls placed,
+    /// with the tenant's own rules and overrides.
+    pub fn calling_rule_broken(&self, now_ms: i64, tenant: &TenantRules) -> Option<Violation> {
         let zones: Vec<chrono_tz::Tz> = self
             .time_zone
             .as_deref()?
@@ -88,7 +89,7 @@ impl Launch {
             .iter()
             .filter_map(|ms| chrono::DateTime::from_timestamp_millis(*ms))
             .collect();
-        let rules = LeadRules::from_wire(&self.jurisdictions, &zones, &placed)?;
+        let rules = LeadRules::from_wire(&self.jurisdictions, &zones, &placed, tenant)?;
         let now = chrono::DateTime::from_timestamp_millis(now_ms)?;
         rules.check(now, now).err().map(|(violation, _)| violation)
     }

@@ -74,6 +74,7 @@ impl LaunchDispatcher {
             now_ms: ctx.wall_clock_ms(),
             shadow: control.shadow,
             pause: control.pause,
+            calling_rules: control.calling_rules,
             policy: &self.policy,
             provider: self.provider,
             has_default_from: self.has_default_from,

@@ -8,7 +8,7 @@ use crate::ledger::{Entry, Outcome};
 use crate::wire::EffectCall;
 
 /// What a decision may depend on besides the entry.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Env<'a> {
     pub now_ms: i64,
     /// Shadow mode for the launch's tenant, read from `control` now.
@@ -16,6 +16,8 @@ pub struct Env<'a> {
     /// The pause covering the launch's tenant or campaign, read from
     /// `control` now (`system_paused`, `campaign_paused`), if one does.
     pub pause: Option<&'static str>,
+    /// The tenant's own calling rules and overrides, read from `control` now.
+    pub calling_rules: std::sync::Arc<callstream_kit::calling_rules::TenantCallingRules>,
     pub policy: &'a DispatchPolicy,
     /// The adapter's name; a launch asking for another provider fails.
     pub provider: &'a str,

@@ -359,3 +359,77 @@ fn the_last_hop_holds_a_launch_a_state_rule_refuses_with_the_rule_as_reason() {
         }
     }
 }
+
+/// The tenant's own calling rules and overrides, read from `control` at the last hop: a
+/// cap of its own holds a create (naming it), and an override lets Florida's hours go.
+#[test]
+fn the_last_hop_applies_the_tenants_own_rules_and_overrides_from_control() {
+    let at = |ms: i64| chrono::DateTime::from_timestamp_millis(ms).unwrap();
+    let set_rules = |driver: &mut callstream_runtime::TestDriver<
+        callstream_launch_dispatcher::LaunchDispatcher,
+    >,
+                     rules: callstream_schemas::CallingRules| {
+        let change = ControlChange {
+            setting: ControlSetting::CallingRules,
+            campaign_id: None,
+            new_value: ControlValue {
+                calling_rules: Some(Box::new(rules)),
+                ..ControlValue::default()
+            },
+            ..shadow_change(false)
+        };
+        let value = change.encode().expect("a control change encodes");
+        driver.set_global("control", change.record_key(), Some(value));
+    };
+    // A lead in no state with rules, called an hour ago; the tenant allows one a day.
+    let mut capped = driver();
+    set_rules(
+        &mut capped,
+        callstream_schemas::CallingRules {
+            rules: vec![callstream_schemas::TenantCallingRule {
+                id: "tenant:one_a_day".into(),
+                kind: "frequency_cap".into(),
+                params: "max=1; window=24h".into(),
+                states: vec![],
+            }],
+            overrides: vec![],
+            cap_subject: "campaign".into(),
+        },
+    );
+    pipe(
+        &mut capped,
+        &LaunchCommand {
+            time_zone: Some("America/Chicago".into()),
+            placed_calls: vec![at(START - 3_600_000)],
+            ..command(60)
+        },
+    );
+    assert!(capped.pending_effects().is_empty(), "no create");
+    assert_eq!(
+        launches(&capped)[0].reason.as_deref(),
+        Some("tenant:one_a_day")
+    );
+
+    // Florida's hours, overridden with a reason: 07:13 in Tokyo goes.
+    let mut overridden = driver();
+    set_rules(
+        &mut overridden,
+        callstream_schemas::CallingRules {
+            rules: vec![],
+            overrides: vec![callstream_schemas::RuleOverride {
+                rule: "state_hours:FL".into(),
+                reason: "test".into(),
+            }],
+            cap_subject: "campaign".into(),
+        },
+    );
+    pipe(
+        &mut overridden,
+        &LaunchCommand {
+            time_zone: Some("Asia/Tokyo".into()),
+            jurisdictions: vec!["FL".into()],
+            ..command(61)
+        },
+    );
+    assert_eq!(overridden.pending_effects().len(), 1, "dialed");
+}

@@ -15,7 +15,7 @@
 use std::borrow::Cow;
 use std::time::Duration;
 
-use callstream_domain::calling_rules::AllOf;
+use callstream_domain::calling_rules::{AllOf, TenantRules};
 use callstream_domain::calling_window::{CallingWindow, Placement};
 use callstream_domain::slot_grid::{JobId, Refusal, Slot, SlotGrid};
 use callstream_domain::timezone::parse_zone;
@@ -63,6 +63,7 @@ pub fn lead_window(
     request: &ScheduleRequest,
     campaign: &CampaignConfig,
     tenant_zone: Tz,
+    tenant_rules: &TenantRules,
 ) -> Result<LeadWindow, Unusable> {
     let campaign_window = if request.windows.is_empty() {
         campaign.window.clone()
@@ -94,7 +95,12 @@ pub fn lead_window(
         }
     };
     let zone_name = zones.iter().map(|z| z.name()).collect::<Vec<_>>().join(",");
-    let rules = LeadRules::from_wire(&request.jurisdictions, &zones, &request.placed_calls);
+    let rules = LeadRules::from_wire(
+        &request.jurisdictions,
+        &zones,
+        &request.placed_calls,
+        tenant_rules,
+    );
     let window = campaign_window.in_zones(zones).map_err(|e| Unusable {
         reason: reason::INVALID_REQUEST,
         detail: e.to_string(),

@@ -96,11 +96,12 @@ impl Scheduler {
         }
         let now_ms = ctx.wall_clock_ms();
         let now = millis(now_ms)?;
-        let (campaign, grid_settings) = {
+        let (campaign, grid_settings, calling_rules) = {
             let view = self.control.view(ctx);
             (
                 view.campaign(tenant, &request.campaign_id),
                 view.grid(tenant),
+                view.calling_rules(tenant),
             )
         };
         let decision_id = ids::derived("schedule_decision", request.event_id);
@@ -108,7 +109,12 @@ impl Scheduler {
         let mut note = None;
         let outcome = match (
             request.earliest_at,
-            lead_window(request, &campaign, grid_settings.default_zone),
+            lead_window(
+                request,
+                &campaign,
+                grid_settings.default_zone,
+                &calling_rules.rules,
+            ),
         ) {
             (None, _) => Outcome::Refused {
                 reason: placement::reason::INVALID_REQUEST.into(),

@@ -16,6 +16,8 @@ avro_enum! {
         CrmWrites => "crm_writes",
         CompletionWindow => "completion_window",
         NotificationRoutes => "notification_routes",
+        /// The tenant's state calling rules beyond the statutory ones.
+        CallingRules => "calling_rules",
     }
 }
 
@@ -60,6 +62,34 @@ pub struct ControlValue {
     pub grid: Option<GridSettings>,
     pub completion: Option<CompletionSettings>,
     pub notifications: Option<NotificationRoutes>,
+    /// Boxed: most values are not calling rules, and every control change holds two values.
+    #[serde(default)]
+    pub calling_rules: Option<Box<CallingRules>>,
+}
+
+/// A tenant's state calling rules beyond the statutory ones (`io.callstream.events.CallingRules`).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct CallingRules {
+    pub rules: Vec<TenantCallingRule>,
+    pub overrides: Vec<RuleOverride>,
+    /// `campaign` or `tenant`.
+    pub cap_subject: String,
+}
+
+/// `io.callstream.events.TenantCallingRule`: a rule of the tenant's own.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TenantCallingRule {
+    pub id: String,
+    pub kind: String,
+    pub params: String,
+    pub states: Vec<String>,
+}
+
+/// `io.callstream.events.RuleOverride`: a statutory rule switched off, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RuleOverride {
+    pub rule: String,
+    pub reason: String,
 }
 
 /// `io.callstream.events.CampaignSettings`.

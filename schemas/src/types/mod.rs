@@ -76,8 +76,9 @@ pub use completion::{CompletionMissing, CompletionResolved, MissingTrigger, Reso
 pub use contact::{ContactCommand, ContactCommandKind, ContactDetails};
 pub use contact_state::{CampaignAttempts, ContactJob, ContactState, JobState, WorkflowState};
 pub use control::{
-    CampaignSettings, CompletionSettings, ControlChange, ControlSetting, ControlValue,
-    GridSettings, NotificationRoute, NotificationRoutes, QuietHours,
+    CallingRules, CampaignSettings, CompletionSettings, ControlChange, ControlSetting,
+    ControlValue, GridSettings, NotificationRoute, NotificationRoutes, QuietHours, RuleOverride,
+    TenantCallingRule,
 };
 pub use crm::{CrmAction, CrmCommand, CrmResult, CrmResultStatus};
 pub use launch::{CallLaunch, LaunchCommand, LaunchStatus};

@@ -23,7 +23,7 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _, Result};
-use callstream_domain::calling_rules::AllOf;
+use callstream_domain::calling_rules::{AllOf, TenantRules};
 use callstream_domain::calling_window::{CallingWindow, CampaignWindow, Days};
 use callstream_domain::slot_grid::{GridConfig, JobId, SlotGrid};
 use callstream_domain::Availability;
@@ -136,7 +136,9 @@ pub fn measure(sizes: Sizes) -> Result<Pure> {
     // Rules on: a Florida lead with two calls placed the day before the spread.
     let placed = [start - TimeDelta::hours(20), start - TimeDelta::hours(18)];
     let states = ["FL".to_owned()];
-    let rules = LeadRules::from_wire(&states, &[Chicago], &placed).context("Florida's rules")?;
+    let statutory = TenantRules::none();
+    let rules = LeadRules::from_wire(&states, &[Chicago], &placed, &statutory)
+        .context("Florida's rules")?;
     let began = Instant::now();
     for n in 0..sizes.rounds {
         let id = job(3 << 40 | n);
@@ -157,7 +159,7 @@ pub fn measure(sizes: Sizes) -> Result<Pure> {
             horizon: PLACE_HORIZON,
             move_buffer: MOVE_BUFFER,
         };
-        let rules = LeadRules::from_wire(&states, &[Chicago], &placed);
+        let rules = LeadRules::from_wire(&states, &[Chicago], &placed, &statutory);
         match place_job(&mut grid, id, &window, rules.as_ref(), timing) {
             Outcome::Allocated { .. } => {}
             other => bail!("place_job round {n} with rules did not allocate: {other:?}"),

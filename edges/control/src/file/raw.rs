@@ -40,6 +40,41 @@ pub(super) struct RawTenant {
     #[serde(default)]
     pub campaigns: BTreeMap<String, RawCampaign>,
     pub notifications: Option<RawNotifications>,
+    pub calling_rules: Option<RawCallingRules>,
+}
+
+/// `[tenants.<id>.calling_rules]`: rules of the tenant's own (stricter only), statutory
+/// rules it switches off (each with a reason), and what frequency caps count within.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawCallingRules {
+    #[serde(default)]
+    pub rules: Vec<RawTenantRule>,
+    #[serde(default)]
+    pub overrides: Vec<RawOverride>,
+    #[serde(default = "default_cap_subject")]
+    pub cap_subject: String,
+}
+
+fn default_cap_subject() -> String {
+    "campaign".to_owned()
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawTenantRule {
+    pub id: String,
+    pub kind: String,
+    pub params: String,
+    #[serde(default)]
+    pub states: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawOverride {
+    pub rule: String,
+    pub reason: String,
 }
 
 /// `[tenants.<id>.notifications]`: routes to the notifier's channels, quiet hours, digest.

@@ -216,3 +216,53 @@ channel = "ops"
     );
     assert!(pattern[0].contains("kind pattern"), "{pattern:?}");
 }
+
+#[test]
+fn calling_rules_are_read_and_checked_against_the_statutory_table() {
+    let file = ControlFile::parse(
+        r#"
+[tenants.acme.calling_rules]
+cap_subject = "tenant"
+[[tenants.acme.calling_rules.rules]]
+id = "tenant:7_per_7d"
+kind = "frequency_cap"
+params = "max=7; window=7d"
+[[tenants.acme.calling_rules.overrides]]
+rule = "state_holiday:MS"
+reason = "counsel: Mississippi's holiday rule was repealed (memo 2026-11-02)"
+"#,
+    )
+    .unwrap();
+    let rules = file.tenants["acme"].calling_rules.as_ref().unwrap();
+    assert_eq!(rules.rules[0].id, "tenant:7_per_7d");
+    assert_eq!(rules.cap_subject, "tenant");
+    let key = SettingKey::new("acme", ControlSetting::CallingRules, None);
+    assert_eq!(file.desired()[&key].calling_rules.as_deref(), Some(rules));
+
+    for (bad, says) in [
+        (
+            "[[tenants.acme.calling_rules.overrides]]\nrule = \"state_hours:FL\"\nreason = \" \"\n",
+            "needs a reason",
+        ),
+        (
+            "[[tenants.acme.calling_rules.overrides]]\nrule = \"state_hours:ZZ\"\nreason = \"x\"\n",
+            "names no statutory rule",
+        ),
+        (
+            "[[tenants.acme.calling_rules.rules]]\nid = \"mine\"\nkind = \"frequency_cap\"\nparams = \"max=1; window=24h\"\n",
+            "tenant:",
+        ),
+        (
+            "[tenants.acme.calling_rules]\ncap_subject = \"contact\"\n",
+            "cap_subject",
+        ),
+    ] {
+        let found = problems(bad);
+        assert!(
+            found
+                .iter()
+                .any(|p| p.starts_with("tenants.acme.calling_rules") && p.contains(says)),
+            "{bad}: {found:?}"
+        );
+    }
+}

@@ -6,13 +6,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use callstream_domain::calling_window::parse_time;
 use callstream_domain::timezone::parse_zone;
 use callstream_schemas::{
-    CallingWindow, CampaignSettings, CompletionSettings, GridSettings, NotificationRoute,
-    NotificationRoutes, QuietHours,
+    CallingRules, CallingWindow, CampaignSettings, CompletionSettings, GridSettings,
+    NotificationRoute, NotificationRoutes, QuietHours, RuleOverride, TenantCallingRule,
 };
 use chrono::Timelike;
 
 use super::raw::{
-    RawCampaignSettings, RawCompletion, RawFile, RawGrid, RawNotifications, RawTenant, RawWindow,
+    RawCallingRules, RawCampaignSettings, RawCompletion, RawFile, RawGrid, RawNotifications,
+    RawTenant, RawWindow,
 };
 use super::{CampaignFile, ControlFile, Problem, TenantFile};
 use callstream_kit::control::keys::ALL_TENANTS;
@@ -135,6 +136,10 @@ fn tenant_file(problems: &mut Problems, path: &str, raw: &RawTenant) -> Option<T
         .notifications
         .as_ref()
         .and_then(|n| notifications(problems, &format!("{path}.notifications"), n));
+    let calling_rules = raw
+        .calling_rules
+        .as_ref()
+        .and_then(|r| calling_rules(problems, &format!("{path}.calling_rules"), r));
     (problems.0.len() == before).then_some(TenantFile {
         paused: raw.paused,
         shadow_mode: raw.shadow_mode,
@@ -144,7 +149,45 @@ fn tenant_file(problems: &mut Problems, path: &str, raw: &RawTenant) -> Option<T
         campaign_defaults,
         campaigns,
         notifications,
+        calling_rules,
     })
+}
+
+/// The tenant's calling rules, checked as the processors will read them (against the
+/// statutory table: an override must name a rule that exists, and give a reason).
+fn calling_rules(
+    problems: &mut Problems,
+    path: &str,
+    raw: &RawCallingRules,
+) -> Option<CallingRules> {
+    let wire = CallingRules {
+        rules: raw
+            .rules
+            .iter()
+            .map(|r| TenantCallingRule {
+                id: r.id.clone(),
+                kind: r.kind.clone(),
+                params: r.params.clone(),
+                states: r.states.clone(),
+            })
+            .collect(),
+        overrides: raw
+            .overrides
+            .iter()
+            .map(|o| RuleOverride {
+                rule: o.rule.clone(),
+                reason: o.reason.clone(),
+            })
+            .collect(),
+        cap_subject: raw.cap_subject.clone(),
+    };
+    match callstream_kit::calling_rules::TenantCallingRules::from_wire(&wire) {
+        Ok(_) => Some(wire),
+        Err(error) => {
+            problems.add(path, error.to_string());
+            None
+        }
+    }
 }
 
 /// The routes as the notifier will read them; channel names are checked by the notifier,

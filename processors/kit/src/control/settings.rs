@@ -61,6 +61,10 @@ pub enum SettingError {
         field: &'static str,
         message: String,
     },
+    #[error("calling_rules: {0}")]
+    CallingRules(#[from] callstream_domain::calling_rules::RulesError),
+    #[error("calling_rules.cap_subject: {0:?} is neither campaign nor tenant")]
+    CapSubject(String),
 }
 
 /// Built-in campaign window: weekdays 09:00-20:00 in the lead's zone.

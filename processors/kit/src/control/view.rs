@@ -24,6 +24,7 @@ use std::sync::Arc;
 use callstream_runtime::Context;
 use callstream_schemas::{ControlChange, ControlSetting, ControlValue, DecodeError, Event};
 
+use crate::calling_rules::TenantCallingRules;
 use crate::control::keys::{record_key, SettingKey, ALL_TENANTS};
 use crate::control::settings::{
     CampaignConfig, CompletionWindow, NotificationPolicy, Origin, SettingError, TenantGrid,
@@ -105,6 +106,7 @@ enum Typed {
     Grid(Option<TenantGrid>),
     Completion(Option<CompletionWindow>),
     Notify(Option<Arc<NotificationPolicy>>),
+    Rules(Option<Arc<TenantCallingRules>>),
     /// Undecodable, or not a usable value of its setting (logged once).
     Unusable,
 }
@@ -123,6 +125,7 @@ pub struct ControlTable {
     topic: String,
     memo: RefCell<HashMap<String, Memo>>,
     builtin_campaign: Arc<CampaignConfig>,
+    statutory_only: Arc<TenantCallingRules>,
     decodes: Cell<u64>,
 }
 
@@ -134,6 +137,7 @@ impl ControlTable {
             topic: topic.into(),
             memo: RefCell::new(HashMap::new()),
             builtin_campaign: Arc::new(CampaignConfig::builtin()),
+            statutory_only: Arc::new(TenantCallingRules::default()),
             decodes: Cell::new(0),
         }
     }
@@ -306,6 +310,16 @@ impl ControlView<'_> {
         }
     }
 
+    /// The tenant's own calling rules, overrides and cap subject. Unset, or a value that
+    /// cannot be used (logged): the statutory rules only, per campaign — the law is kept
+    /// whatever control holds.
+    pub fn calling_rules(&self, tenant: &str) -> Arc<TenantCallingRules> {
+        match self.typed(tenant, ControlSetting::CallingRules, None) {
+            Typed::Rules(Some(rules)) => rules,
+            _ => self.table.statutory_only.clone(),
+        }
+    }
+
     /// The latest change stored under `key`, decoded (who, when, old and new value).
     pub fn change(&self, key: &SettingKey) -> Option<Arc<ControlChange>> {
         let record_key = key.record_key();
@@ -341,6 +355,7 @@ fn unset(setting: ControlSetting) -> Typed {
         ControlSetting::GridSettings => Typed::Grid(None),
         ControlSetting::CompletionWindow => Typed::Completion(None),
         ControlSetting::NotificationRoutes => Typed::Notify(None),
+        ControlSetting::CallingRules => Typed::Rules(None),
         _ => Typed::Flag(None),
     }
 }
@@ -404,6 +419,13 @@ fn typed_value(
                 .notifications
                 .as_ref()
                 .map(|n| NotificationPolicy::from_wire(n).map(Arc::new))
+                .transpose()?,
+        ),
+        ControlSetting::CallingRules => Typed::Rules(
+            value
+                .calling_rules
+                .as_ref()
+                .map(|r| TenantCallingRules::from_wire(r).map(Arc::new))
                 .transpose()?,
         ),
         _ => Typed::Flag(value.enabled),

@@ -182,10 +182,12 @@ fn request(zone: Option<&str>, windows: Vec<WireWindow>) -> ScheduleRequest {
 fn the_lead_window_comes_from_the_request_or_the_campaign_and_the_zone_is_recorded() {
     let campaign = CampaignConfig::builtin();
     let tenant_zone = chrono_tz::America::New_York;
+    let statutory = TenantRules::none();
     let own = lead_window(
         &request(Some("America/Chicago"), vec![]),
         &campaign,
         tenant_zone,
+        &statutory,
     )
     .unwrap();
     assert_eq!(
@@ -198,18 +200,25 @@ fn the_lead_window_comes_from_the_request_or_the_campaign_and_the_zone_is_record
         &request(Some("America/Chicago,America/Denver"), vec![]),
         &campaign,
         tenant_zone,
+        &statutory,
     )
     .unwrap();
     assert_eq!(spanning.window.zones().len(), 2);
 
-    let unknown = lead_window(&request(Some("Mars/Base"), vec![]), &campaign, tenant_zone).unwrap();
+    let unknown = lead_window(
+        &request(Some("Mars/Base"), vec![]),
+        &campaign,
+        tenant_zone,
+        &statutory,
+    )
+    .unwrap();
     assert_eq!(
         (unknown.zone_name.as_str(), unknown.source),
         ("America/New_York", ZoneSource::TenantDefault)
     );
     assert!(unknown.note.unwrap().contains("Mars/Base"));
 
-    let none = lead_window(&request(None, vec![]), &campaign, tenant_zone).unwrap();
+    let none = lead_window(&request(None, vec![]), &campaign, tenant_zone, &statutory).unwrap();
     assert_eq!(none.source, ZoneSource::TenantDefault);
 
     let sunday = WireWindow {
@@ -221,6 +230,7 @@ fn the_lead_window_comes_from_the_request_or_the_campaign_and_the_zone_is_record
         &request(Some("America/Chicago"), vec![sunday]),
         &campaign,
         tenant_zone,
+        &statutory,
     )
     .unwrap();
     assert!(from_request.window.is_allowed(chicago(2024, 6, 9, 11, 0)));
@@ -231,7 +241,13 @@ fn the_lead_window_comes_from_the_request_or_the_campaign_and_the_zone_is_record
         start_minute: 600,
         end_minute: 720,
     };
-    let refused = lead_window(&request(None, vec![broken]), &campaign, tenant_zone).unwrap_err();
+    let refused = lead_window(
+        &request(None, vec![broken]),
+        &campaign,
+        tenant_zone,
+        &statutory,
+    )
+    .unwrap_err();
     assert_eq!(refused.reason, reason::INVALID_REQUEST);
 }
 
@@ -284,7 +300,13 @@ fn every_day_new_york() -> CallingWindow {
 }
 
 fn florida(placed: &[DateTime<Utc>]) -> LeadRules {
-    LeadRules::from_wire(&["FL".into()], &[chrono_tz::America::New_York], placed).unwrap()
+    LeadRules::from_wire(
+        &["FL".into()],
+        &[chrono_tz::America::New_York],
+        placed,
+        &TenantRules::none(),
+    )
+    .unwrap()
 }
 
 #[test]
