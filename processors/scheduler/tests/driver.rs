@@ -266,3 +266,27 @@ fn every_permanent_failure_of_the_scheduler_opens_an_exception() {
         assert_opened(failure, &exceptions);
     }
 }
+
+/// A tenant's own calling rule from `control` (a control file's `calling_rules`, published
+/// as `control apply` would): a one-a-day cap over the call placed an hour ago moves the plan
+/// past the day, inside the window, naming the rule.
+#[test]
+fn a_tenants_own_cap_from_control_moves_a_plan_and_is_its_reason() {
+    let control = format!(
+        "{CONTROL}\n[tenants.acme.calling_rules]\n[[tenants.acme.calling_rules.rules]]\n\
+         id = \"tenant:one_a_day\"\nkind = \"frequency_cap\"\nparams = \"max=1; window=24h\"\n"
+    );
+    let mut d = driver_with(|_| {}, &control);
+    let placed = start() - 3_600_000;
+    let mut request = plan("acme", 1, "lead-1", start());
+    request.placed_calls = vec![support::at_ms(placed)];
+    send(&mut d, &request);
+    let allocated = of_kind(&d, ScheduleEventKind::Allocated);
+    assert_eq!(allocated.len(), 1, "{allocated:?}");
+    assert_eq!(allocated[0].reason, "tenant:one_a_day");
+    assert!(allocated[0].slot_at.unwrap() >= support::at_ms(placed + 24 * 3_600_000));
+    // Another tenant, no rule of its own: planned where asked.
+    send(&mut d, &plan("beta", 2, "lead-2", start()));
+    let beta = of_kind(&d, ScheduleEventKind::Allocated);
+    assert_eq!(beta.last().unwrap().reason, "allocated");
+}
