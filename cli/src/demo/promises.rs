@@ -385,7 +385,7 @@ fn state_rules(calls: &[Call], control: &ControlFile, zones: &ContactZones) -> C
             }
             _ => None,
         };
-        if let Some(Err((violation, _))) = rules.map(|r| r.check(when, when)) {
+        if let Some(violation) = rules.and_then(|r| r.violation(when)) {
             let local = lead_zone(c, control, zones)
                 .map(|z| {
                     when.with_timezone(&z.primary())

@@ -16,12 +16,14 @@ use chrono::{DateTime, Utc};
 use tracing::{debug, warn};
 use uuid::Uuid;
 
+use crate::emit::LeadRulesWire;
 use crate::guards::{self, GuardInput, Verdict};
 use crate::jobs::{NewJob, Step};
 use crate::state::Job;
 use crate::telemetry::DecisionKind;
 use callstream_domain::calling_rules::Violation;
 use callstream_domain::ids::contact as ids;
+use callstream_domain::timezone::ResolvedZone;
 use callstream_kit::calling_rules::LeadRules;
 
 /// Handles `launch_due`; `Ok(false)` for a duplicate.
@@ -78,33 +80,26 @@ pub fn launch_due(step: &mut Step<'_, '_>, cmd: &ContactCommand) -> Result<bool,
         in_flight_delay: step.config.in_flight_delay,
         now,
     });
-    // The state calling rules, on the latest state: a cap reached or a rule come into
-    // force since the scheduler placed the job moves it, naming the rule.
-    let verdict = match verdict {
-        Verdict::Launch { .. } => {
+    match verdict {
+        Verdict::Launch { expires_at } => {
+            // The state calling rules, on the latest state: a cap reached or a rule come
+            // into force since the scheduler placed the job moves it, naming the rule.
             let lead = step.lead_rules(&job.campaign_id);
             let horizon = now
                 + chrono::TimeDelta::from_std(step.config.move_horizon)
                     .unwrap_or(chrono::TimeDelta::days(14));
             let tenant_rules = step.control.calling_rules(&tenant);
-            match LeadRules::from_wire(
+            let rules = LeadRules::from_wire(
                 &lead.jurisdictions,
                 &zone.zones,
                 &lead.placed_calls,
                 &tenant_rules.rules,
-            )
-            .map(|rules| rules.check(now, horizon))
-            {
-                Some(Err((violation, next))) => {
-                    return replan_for_rule(step, &job, violation, next, now);
-                }
-                Some(Ok(())) | None => verdict,
+            );
+            if let Some(Err((violation, next))) = rules.map(|r| r.check(now, horizon)) {
+                return replan_for_rule(step, &job, violation, next, now);
             }
+            launch(step, job_id, slot_at, expires_at, &zone, lead)?;
         }
-        other => other,
-    };
-    match verdict {
-        Verdict::Launch { expires_at } => launch(step, job_id, slot_at, expires_at)?,
         Verdict::Cancel { reason, detail } => {
             step.cancel(job_id, reason, Some(detail), true)?;
             end_step_if_idle(step, reason)?;
@@ -229,11 +224,15 @@ pub(crate) fn end_step_if_idle(step: &mut Step<'_, '_>, reason: &str) -> Result<
     crate::failures::fail_step(step, failure, reason, detail, Default::default())
 }
 
+/// Sends the launch of `job_id` in its slot (`expires_at`: when its calling window closes),
+/// with the lead's zone and rules as the guards read them.
 fn launch(
     step: &mut Step<'_, '_>,
     job_id: Uuid,
     slot_at: DateTime<Utc>,
     expires_at: Option<DateTime<Utc>>,
+    zone: &ResolvedZone,
+    lead: LeadRulesWire,
 ) -> Result<(), ProcessError> {
     let workflow = step.contact.workflow;
     if let Err(rejected) = step
@@ -268,8 +267,6 @@ fn launch(
     job.set_state(JobState::Launched, "launched", None, at);
     job.cause = cause;
     let job = job.clone();
-    let zone = step.zone();
-    let lead = step.lead_rules(&job.campaign_id);
     step.metrics
         .decision(DecisionKind::Launch, job_id, "launched");
     let env = step.out.envelope(&["launch-command", &job_id.to_string()]);
@@ -291,7 +288,7 @@ fn launch(
         slot_at,
         expires_at,
         slot_ends_at: Some(slot_end(slot_at, slot_length)),
-        time_zone: Some(zone_names(&zone)),
+        time_zone: Some(zone_names(zone)),
         jurisdictions: lead.jurisdictions,
         jurisdiction_source: lead.jurisdiction_source,
         placed_calls: lead.placed_calls,
@@ -299,7 +296,7 @@ fn launch(
 }
 
 /// Every candidate zone, comma-separated, as schedule requests name them.
-fn zone_names(zone: &callstream_domain::timezone::ResolvedZone) -> String {
+fn zone_names(zone: &ResolvedZone) -> String {
     zone.zones
         .iter()
         .map(|z| z.name())

@@ -138,6 +138,15 @@ impl LeadRules {
         })
     }
 
+    /// The first rule a call at `at` breaks, if any (no search for the next instant).
+    pub fn violation(&self, at: DateTime<Utc>) -> Option<Violation> {
+        match (self.window.check(at), self.caps.check(at)) {
+            (Ok(()), Ok(())) => None,
+            (Err(v), _) => Some(v),
+            (Ok(()), Err(hit)) => Some(hit.violation),
+        }
+    }
+
     /// `Ok` if a call at `at` breaks no rule; else the first rule it breaks, and the
     /// earliest instant at or after `at` that every rule allows (by `horizon`).
     pub fn check(
@@ -145,12 +154,10 @@ impl LeadRules {
         at: DateTime<Utc>,
         horizon: DateTime<Utc>,
     ) -> Result<(), (Violation, Option<DateTime<Utc>>)> {
-        let violation = match (self.window.check(at), self.caps.check(at)) {
-            (Ok(()), Ok(())) => return Ok(()),
-            (Err(v), _) => v,
-            (Ok(()), Err(hit)) => hit.violation,
-        };
-        Err((violation, self.next_allowed(at, horizon)))
+        match self.violation(at) {
+            None => Ok(()),
+            Some(violation) => Err((violation, self.next_allowed(at, horizon))),
+        }
     }
 }
 

@@ -74,10 +74,10 @@ impl Launch {
         }
     }
 
-    /// The state calling rule a create at `now_ms` would break, if any: the lead's states'
-    /// hours and holidays in its zone(s), and their frequency caps over the calls placed,
-    /// with the tenant's own rules and overrides.
-    pub fn calling_rule_broken(&self, now_ms: i64, tenant: &TenantRules) -> Option<Violation> {
+    /// The first state calling rule a create at any of `at_ms` would break: the lead's
+    /// states' hours and holidays in its zone(s), and their frequency caps over the calls
+    /// placed, with the tenant's own rules and overrides (built once for all the instants).
+    pub fn calling_rule_broken(&self, at_ms: &[i64], tenant: &TenantRules) -> Option<Violation> {
         let zones: Vec<chrono_tz::Tz> = self
             .time_zone
             .as_deref()?
@@ -90,8 +90,10 @@ impl Launch {
             .filter_map(|ms| chrono::DateTime::from_timestamp_millis(*ms))
             .collect();
         let rules = LeadRules::from_wire(&self.jurisdictions, &zones, &placed, tenant)?;
-        let now = chrono::DateTime::from_timestamp_millis(now_ms)?;
-        rules.check(now, now).err().map(|(violation, _)| violation)
+        at_ms
+            .iter()
+            .filter_map(|ms| chrono::DateTime::from_timestamp_millis(*ms))
+            .find_map(|at| rules.violation(at))
     }
 
     /// The store key (and effect key) of the launch.

@@ -394,10 +394,7 @@ fn hold(launch: &Launch, env: &Env<'_>) -> Option<(String, String)> {
     }
     // The phone rings a moment after the create leaves: the rules must allow that too.
     let rings_by = env.now_ms.saturating_add(WINDOW_MARGIN_MS);
-    let tenant = &env.calling_rules.rules;
-    let broken = launch
-        .calling_rule_broken(env.now_ms, tenant)
-        .or_else(|| launch.calling_rule_broken(rings_by, tenant));
+    let broken = launch.calling_rule_broken(&[env.now_ms, rings_by], &env.calling_rules.rules);
     if let Some(violation) = broken {
         let detail = format!("{violation} (at the last hop)");
         return Some((violation.rule_id.to_string(), detail));

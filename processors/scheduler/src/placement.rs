@@ -224,7 +224,7 @@ pub fn place_job(
         };
     }
     if let Some(rules) = rules {
-        if let Err((violation, _)) = rules.check(from, horizon) {
+        if let Some(violation) = rules.violation(from) {
             // The rule moves the call to the first instant it and the window both allow.
             let parts: [&dyn Availability; 2] = [window, rules];
             let Some(at) = AllOf(&parts).next_allowed(from, horizon) else {
