@@ -257,6 +257,7 @@ pub fn call_launch(
         reconciled: false,
         reason: None,
         reason_detail: None,
+        not_before: None,
     }
 }
 

@@ -16,8 +16,8 @@
 //!   rules of the lead's states (the CRM record's state, else the area code's;
 //!   both when they disagree), read in the lead's local time: state hours and
 //!   holidays at the moment of the create, and no call beyond a state's
-//!   frequency cap over the calls created before it to the same lead on the
-//!   same campaign;
+//!   frequency cap over the calls created before it to the same number (by
+//!   any contact of the tenant) within the tenant's cap subject;
 //! - `no_contact_stuck`: no contact left in `dispatching` (from the last
 //!   `contact-state` of each contact).
 //!
@@ -347,7 +347,8 @@ fn lead_zone(c: &Call, control: &ControlFile, zones: &ContactZones) -> Option<Re
 
 /// Each call against the state rules of the lead's states (and its tenant's own rules and
 /// overrides, from the control file), in its zone(s), with the calls created before it to
-/// the same lead within the tenant's cap subject as what the caps count.
+/// the same number (whichever contact of the tenant they were for: the workload shares
+/// numbers between contacts) within the tenant's cap subject as what the caps count.
 fn state_rules(calls: &[Call], control: &ControlFile, zones: &ContactZones) -> Check {
     let mut check = Check::default();
     let tenants: HashMap<&str, TenantCallingRules> = control
@@ -363,7 +364,7 @@ fn state_rules(calls: &[Call], control: &ControlFile, zones: &ContactZones) -> C
         })
         .collect();
     let statutory = TenantCallingRules::default();
-    let mut before: HashMap<(&str, &str, &str), Vec<DateTime<chrono::Utc>>> = HashMap::new();
+    let mut before: HashMap<(String, &str), Vec<DateTime<chrono::Utc>>> = HashMap::new();
     for c in calls {
         check.saw();
         let Some(when) = DateTime::from_timestamp_millis(c.created_ms) else {
@@ -371,7 +372,8 @@ fn state_rules(calls: &[Call], control: &ControlFile, zones: &ContactZones) -> C
         };
         let tenant = tenants.get(c.tenant.as_str()).unwrap_or(&statutory);
         let subject = tenant.cap_subject.key(&c.campaign);
-        let placed = before.entry((&c.tenant, &c.contact, subject)).or_default();
+        let person = callstream_kit::keys::phone_key(&c.tenant, &c.to);
+        let placed = before.entry((person, subject)).or_default();
         let record = zones.get(&(c.tenant.clone(), c.contact.clone()));
         let states = resolve_jurisdictions(&JurisdictionInputs {
             contact_state: record.and_then(|r| r.state.as_deref()),
@@ -496,8 +498,8 @@ mod tests {
             c["to"] = json!("+15025550101");
             c
         };
-        let miami = |hour: i64| {
-            let mut c = call("fl", (1_780_545_600 + hour * 3_600) * 1_000, None, None);
+        let miami = |contact: &str, hour: i64| {
+            let mut c = call(contact, (1_780_545_600 + hour * 3_600) * 1_000, None, None);
             c["to"] = json!("+13055550101");
             c
         };
@@ -505,10 +507,11 @@ mod tests {
             &sim(vec![
                 ky("early", 9),
                 ky("late", 11),
-                miami(10),
-                miami(11),
-                miami(12),
-                miami(13),
+                // Two contacts share the number: the cap counts the number's calls.
+                miami("fl", 10),
+                miami("fl", 11),
+                miami("fl-again", 12),
+                miami("fl-again", 13),
             ]),
             "acme",
         );
@@ -518,6 +521,9 @@ mod tests {
             check.examples[0].contains("acme/early")
                 && check.examples[0].contains("state_hours:KY")
         );
-        assert!(check.examples[1].contains("frequency_cap:FL:3_per_24h"));
+        assert!(
+            check.examples[1].contains("acme/fl-again")
+                && check.examples[1].contains("frequency_cap:FL:3_per_24h")
+        );
     }
 }

@@ -38,6 +38,7 @@ pub fn accepted_launch(
         reconciled: false,
         reason: None,
         reason_detail: None,
+        not_before: None,
     }
 }
 

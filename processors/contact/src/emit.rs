@@ -21,6 +21,7 @@ use uuid::Uuid;
 use crate::config::ContactTopics;
 use crate::state::{Cause, Job};
 use callstream_domain::ids::contact as ids;
+use callstream_kit::keys::phone_key;
 
 /// The envelope fields of an event being built.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -197,19 +198,22 @@ impl<'a> Outbox<'a> {
         self.push(self.topics.schedule_requests.clone(), &key, &request)
     }
 
-    /// A launch for the dispatcher, keyed by contact.
+    /// A launch for the dispatcher, keyed by tenant and the number it calls, where the
+    /// dispatcher counts every call to that number against the caps.
     pub fn launch(&mut self, command: &LaunchCommand) -> Result<(), ProcessError> {
-        let key = self.contact_id.clone();
+        let key = phone_key(&self.tenant_id, &command.to_number);
         self.push(self.topics.launch_commands.clone(), &key, command)
     }
 
-    /// Tells the dispatcher that launch `launch_id` (of job `job_id`) may no
+    /// Tells the dispatcher that launch `launch_id` (of job `job_id`, sent to `to`) may no
     /// longer be placed, for `reason`: a `cancel_future_jobs` command on
-    /// `launch-commands`, keyed by contact, so it comes after the launch.
+    /// `launch-commands`, on the launch's own key, so it comes after the launch (a launch
+    /// recorded before launches were keyed by number was keyed by contact).
     pub fn stop_launch(
         &mut self,
         job_id: Uuid,
         launch_id: Uuid,
+        to: Option<&str>,
         reason: &str,
         actor: Actor,
     ) -> Result<(), ProcessError> {
@@ -235,7 +239,10 @@ impl<'a> Outbox<'a> {
             contact: None,
             reason: Some(reason.to_owned()),
         };
-        let key = self.contact_id.clone();
+        let key = match to {
+            Some(to) => phone_key(&self.tenant_id, to),
+            None => self.contact_id.clone(),
+        };
         self.push(self.topics.launch_commands.clone(), &key, &command)
     }
 

@@ -99,6 +99,7 @@ impl Step<'_, '_> {
             requested_at: new.requested_at,
             slot_at: None,
             launch_id: None,
+            launch_to: None,
             replaces: new.replaces,
             replaced_by: None,
             reason: new.reason,
@@ -161,11 +162,11 @@ impl Step<'_, '_> {
             .jobs
             .iter()
             .filter(|j| j.state == JobState::Launched && j.outcome.is_none())
-            .filter_map(|j| Some((j.job_id, j.launch_id?)))
+            .filter_map(|j| Some((j.job_id, j.launch_id?, j.launch_to.clone())))
             .collect();
-        for (job_id, launch_id) in in_flight {
+        for (job_id, launch_id, to) in in_flight {
             self.out
-                .stop_launch(job_id, launch_id, reason, actor.clone())?;
+                .stop_launch(job_id, launch_id, to.as_deref(), reason, actor.clone())?;
         }
         Ok(())
     }

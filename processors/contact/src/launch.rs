@@ -263,6 +263,7 @@ fn launch(
         return Ok(());
     };
     job.launch_id = Some(launch_id);
+    job.launch_to = Some(phone.clone());
     job.step = step_no;
     job.set_state(JobState::Launched, "launched", None, at);
     job.cause = cause;

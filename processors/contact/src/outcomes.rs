@@ -4,8 +4,10 @@
 //!
 //! - `accepted`: the call exists; the step waits for its result.
 //! - `held`: nothing was sent. A pause held it: the job waits, held, until
-//!   the pause lifts (the re-check re-plans it). Its window closed or its
-//!   slot passed: it is planned again at once, on the grid, in the window.
+//!   the pause lifts (the re-check re-plans it). Its window closed, its
+//!   slot passed or a calling rule refused it (a cap reached by calls from
+//!   other contacts to the same number): it is planned again at once, on the
+//!   grid, in the window, no earlier than the outcome's `not_before`.
 //! - `failed`: nothing was placed (or, unreconciled, nobody can tell); the
 //!   dispatcher opened the exception. A refusal the launch cannot get past
 //!   (a bad number, no caller id, a 4xx) fails the workflow; anything else
@@ -124,8 +126,10 @@ pub fn handle(step: &mut Step<'_, '_>, launch: &CallLaunch) -> Result<bool, Proc
             back_to_scheduled(step);
         }
         LaunchStatus::Held => {
-            // Its window closed or its slot passed before it could leave:
-            // planned again now, in the window, on the grid's pace.
+            // Its window closed, its slot passed or a calling rule refused it before it
+            // could leave: planned again now, in the window, on the grid's pace, and no
+            // earlier than the rules allow (the dispatcher counts the calls placed to the
+            // number by every contact, which this contact cannot see).
             let (at, cause) = (step.out.at, step.out.cause);
             if let Some(j) = step.contact.job_mut(job.job_id) {
                 j.set_state(JobState::Replaced, reason, detail.clone(), at);
@@ -144,7 +148,7 @@ pub fn handle(step: &mut Step<'_, '_>, launch: &CallLaunch) -> Result<bool, Proc
                     job_id: new_id,
                     campaign_id: job.campaign_id.clone(),
                     origin,
-                    earliest_at: at.max(job.earliest_at),
+                    earliest_at: at.max(job.earliest_at).max(launch.not_before.unwrap_or(at)),
                     requested_at: None,
                     replaces: Some(job.job_id),
                     reason: reason.to_owned(),

@@ -55,6 +55,10 @@ pub struct Job {
     pub requested_at: Option<DateTime<Utc>>,
     pub slot_at: Option<DateTime<Utc>>,
     pub launch_id: Option<Uuid>,
+    /// The number the launch went to: its stop goes on the same key (see
+    /// [`callstream_kit::keys::phone_key`]) even if the contact's number changes meanwhile.
+    #[serde(default)]
+    pub launch_to: Option<String>,
     pub replaces: Option<Uuid>,
     pub replaced_by: Option<Uuid>,
     pub reason: String,
@@ -137,11 +141,7 @@ pub struct PlacedCall {
     pub at: DateTime<Utc>,
 }
 
-/// How long placed calls are remembered: longer than any cap's window (the statutory
-/// caps count 24 hours; a tenant's own, such as Regulation F's 7 in 7 days, a week).
-const PLACED_CALLS_KEPT: chrono::TimeDelta = chrono::TimeDelta::days(31);
-/// At most this many placed calls per subject are kept (the newest).
-const MAX_PLACED_CALLS: usize = 64;
+use callstream_kit::calling_rules::{MAX_PLACED_CALLS, PLACED_CALLS_KEPT};
 
 impl Contact {
     pub fn new(tenant_id: &str, contact_id: &str, dedupe_capacity: usize) -> Self {

@@ -95,6 +95,42 @@ fn a_florida_lead_called_three_times_waits_for_the_cap_with_the_cap_as_reason() 
     assert!(launch.is_some(), "the fourth call goes when the cap allows");
 }
 
+/// Calls from other contacts to the same number count at the last hop, which this
+/// contact cannot see: a launch held there by a cap is planned again no earlier than the
+/// dispatcher's `not_before`, with the cap as its reason. Launches (and their stops) are
+/// keyed by tenant and number, so the dispatcher sees every call to the number.
+#[test]
+fn a_launch_held_by_a_cap_at_the_last_hop_is_planned_no_earlier_than_it_allows() {
+    let mut h = harness();
+    h.campaign_settings(CAMPAIGN, every_day(60));
+    h.command(&florida_request("fl", "r1"), t0());
+    let plan = h.plans().pop().expect("planned");
+    let due = plan.earliest_at.expect("earliest").max(t0() + minutes(5));
+    let launch = h.due("fl", &plan, due).expect("launched");
+    let keys: Vec<_> = h.launch_keys();
+    assert_eq!(keys, ["acme/13055550100"], "keyed by tenant and number");
+
+    let not_before = due + TimeDelta::hours(20);
+    h.launch_outcome(&CallLaunch {
+        reason: Some("frequency_cap:FL:3_per_24h".into()),
+        reason_detail: Some("3 calls in any 24 hours (at the last hop)".into()),
+        not_before: Some(not_before),
+        ..callstream_e2e::fixtures::call_launch(
+            TENANT,
+            "fl",
+            CAMPAIGN,
+            launch.launch_id,
+            launch.job_id,
+            LaunchStatus::Held,
+            due,
+        )
+    });
+    let replan = h.plans().pop().expect("re-planned");
+    assert_eq!(replan.reason, "frequency_cap:FL:3_per_24h");
+    assert_eq!(replan.replaces_job_id, Some(plan.job_id));
+    assert_eq!(replan.earliest_at, Some(not_before));
+}
+
 #[test]
 fn the_records_state_and_a_differing_area_code_both_apply() {
     let mut h = harness();

@@ -218,6 +218,14 @@ fn a_restriction_stops_a_launch_already_sent() {
     assert_eq!(stop.kind, ContactCommandKind::CancelFutureJobs);
     assert_eq!(stop.launch_id, Some(launch.launch_id));
     assert_eq!(stop.reason.as_deref(), Some("blocked_number"));
+    // On the launch's own key (tenant and number), so it reaches the dispatcher behind it.
+    let keys = h.launch_keys();
+    assert_eq!(keys.len(), 2);
+    assert_eq!(keys[0], keys[1]);
+    assert_eq!(
+        keys[0],
+        callstream_kit::keys::phone_key(TENANT, &launch.to_number)
+    );
     let plans = h.plans().len();
     let held = CallLaunch {
         reason: Some("blocked_number".into()),

@@ -15,6 +15,12 @@ use callstream_domain::Availability;
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 
+/// How long placed calls are remembered: longer than any cap's window (the statutory
+/// caps count 24 hours; a tenant's own, such as Regulation F's 7 in 7 days, a week).
+pub const PLACED_CALLS_KEPT: chrono::TimeDelta = chrono::TimeDelta::days(31);
+/// At most this many placed calls per subject are kept (the newest).
+pub const MAX_PLACED_CALLS: usize = 64;
+
 /// What frequency caps count within: the calls of one campaign (the default), or every
 /// call of the tenant to the lead.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

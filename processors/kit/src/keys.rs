@@ -49,9 +49,44 @@ pub fn contact_of(key: &[u8]) -> Cow<'_, str> {
     }
 }
 
+/// The key of the person a phone number reaches, within `tenant`: the Kafka key of
+/// `launch-commands` and the launch dispatcher's per-number store key, so every launch to
+/// one number of one tenant meets on one partition, where frequency caps count the calls
+/// placed to it across contacts and campaigns. A NANP number in any format keys as its
+/// E.164 digits (`+1 (305) 555-0101` and `3055550101` are one person); any other keys
+/// as its digits. The tenant comes first and the digits last, after the final `/`, so
+/// no two pairs share a key whatever the tenant id holds.
+pub fn phone_key(tenant: &str, number: &str) -> String {
+    let digits: String = match callstream_domain::area_codes::parse_nanp(number) {
+        Ok(nanp) => nanp.e164().chars().filter(char::is_ascii_digit).collect(),
+        Err(_) => number.chars().filter(char::is_ascii_digit).collect(),
+    };
+    format!("{tenant}/{digits}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_number_in_any_format_is_one_key_per_tenant() {
+        let key = phone_key("acme", "+13055550101");
+        for same in [
+            "(305) 555-0101",
+            "305.555.0101",
+            "1 305 555 0101",
+            "tel:+1-305-555-0101",
+        ] {
+            assert_eq!(phone_key("acme", same), key, "{same}");
+        }
+        assert_eq!(key, "acme/13055550101");
+        assert_ne!(phone_key("globex", "+13055550101"), key);
+        assert_ne!(
+            phone_key("acme/1", "3055550101"),
+            phone_key("acme", "13055550101")
+        );
+        assert_eq!(phone_key("acme", "+44 20 7946 0958"), "acme/442079460958");
+    }
 
     #[test]
     fn keys_keep_tenants_apart_and_split_back() {

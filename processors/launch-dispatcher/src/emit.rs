@@ -41,6 +41,7 @@ pub struct LaunchReport<'a> {
     pub reconciled: bool,
     pub reason: Option<&'a str>,
     pub detail: Option<&'a str>,
+    pub not_before_ms: Option<i64>,
 }
 
 impl<'a> LaunchReport<'a> {
@@ -56,6 +57,7 @@ impl<'a> LaunchReport<'a> {
                 reconciled: *reconciled,
                 reason: None,
                 detail: None,
+                not_before_ms: None,
             },
             Outcome::Failed { failure } => Self {
                 status: LaunchStatus::Failed,
@@ -63,13 +65,19 @@ impl<'a> LaunchReport<'a> {
                 reconciled: false,
                 reason: Some(&failure.reason),
                 detail: failure.detail.as_deref(),
+                not_before_ms: None,
             },
-            Outcome::Held { reason, detail } => Self {
+            Outcome::Held {
+                reason,
+                detail,
+                not_before_ms,
+            } => Self {
                 status: LaunchStatus::Held,
                 call_id: None,
                 reconciled: false,
                 reason: Some(reason),
                 detail: Some(detail),
+                not_before_ms: *not_before_ms,
             },
             Outcome::Shadow => Self {
                 status: LaunchStatus::Shadow,
@@ -77,6 +85,7 @@ impl<'a> LaunchReport<'a> {
                 reconciled: false,
                 reason: None,
                 detail: None,
+                not_before_ms: None,
             },
         }
     }
@@ -109,6 +118,7 @@ pub fn call_launch(
         reconciled: report.reconciled,
         reason: report.reason.map(str::to_owned),
         reason_detail: report.detail.map(str::to_owned),
+        not_before: report.not_before_ms.map(at),
     };
     output(&topics.call_launches, &launch.contact_id, &event, entry)
 }

@@ -8,13 +8,14 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use callstream_domain::calling_rules::{TenantRules, Violation};
+use callstream_domain::Availability;
 use callstream_kit::calling_rules::LeadRules;
 use callstream_schemas::LaunchCommand;
 
 /// The store the ledger lives in.
 pub const LAUNCHES_STORE: &str = "launches";
 /// Every store the dispatcher declares (`Processor::stores`).
-pub const STORES: &[&str] = &[LAUNCHES_STORE];
+pub const STORES: &[&str] = &[LAUNCHES_STORE, crate::numbers::NUMBERS_STORE];
 
 /// What the dispatcher keeps of a launch command.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -76,24 +77,36 @@ impl Launch {
 
     /// The first state calling rule a create at any of `at_ms` would break: the lead's
     /// states' hours and holidays in its zone(s), and their frequency caps over the calls
-    /// placed, with the tenant's own rules and overrides (built once for all the instants).
-    pub fn calling_rule_broken(&self, at_ms: &[i64], tenant: &TenantRules) -> Option<Violation> {
+    /// placed (`placed_ms`: see [`crate::numbers::NumberCalls::placed_with`]), with the
+    /// tenant's own rules and overrides (built once for all the instants); with it, the
+    /// earliest instant the rules allow a call again (within [`NOT_BEFORE_HORIZON_MS`]).
+    pub fn calling_rule_broken(
+        &self,
+        at_ms: &[i64],
+        tenant: &TenantRules,
+        placed_ms: &[i64],
+    ) -> Option<(Violation, Option<i64>)> {
         let zones: Vec<chrono_tz::Tz> = self
             .time_zone
             .as_deref()?
             .split(',')
             .filter_map(|z| callstream_domain::timezone::parse_zone(z).ok())
             .collect();
-        let placed: Vec<_> = self
-            .placed_calls_ms
+        let placed: Vec<_> = placed_ms
             .iter()
             .filter_map(|ms| chrono::DateTime::from_timestamp_millis(*ms))
             .collect();
         let rules = LeadRules::from_wire(&self.jurisdictions, &zones, &placed, tenant)?;
-        at_ms
+        let first = at_ms
             .iter()
             .filter_map(|ms| chrono::DateTime::from_timestamp_millis(*ms))
-            .find_map(|at| rules.violation(at))
+            .find_map(|at| Some((at, rules.violation(at)?)))?;
+        let (at, violation) = first;
+        let horizon = at + chrono::TimeDelta::milliseconds(NOT_BEFORE_HORIZON_MS);
+        let next = rules
+            .next_allowed(at, horizon)
+            .map(|t| t.timestamp_millis());
+        Some((violation, next))
     }
 
     /// The store key (and effect key) of the launch.
@@ -101,6 +114,10 @@ impl Launch {
         key_of(&self.launch_id)
     }
 }
+
+/// How far ahead a held launch's `not_before` is looked for: past it, the contact plans
+/// from the hold and the scheduler searches on.
+pub const NOT_BEFORE_HORIZON_MS: i64 = 8 * 86_400_000;
 
 pub fn key_of(launch_id: &Uuid) -> Vec<u8> {
     launch_id.as_hyphenated().to_string().into_bytes()
@@ -137,12 +154,15 @@ pub enum Outcome {
         failure: Failure,
     },
     Shadow,
-    /// Not placed, and never sent: a pause covered it at the last hop, its
-    /// calling window closed or its slot passed. No exception: the workflow
-    /// plans it again (after the pause lifts).
+    /// Not placed, and never sent: a pause covered it at the last hop, a calling
+    /// rule refused it, its calling window closed or its slot passed. No
+    /// exception: the workflow plans it again (after the pause lifts; no earlier
+    /// than `not_before_ms` for a rule).
     Held {
         reason: String,
         detail: String,
+        #[serde(default)]
+        not_before_ms: Option<i64>,
     },
 }
 

@@ -42,6 +42,7 @@ pub mod emit;
 pub mod handler;
 pub mod ledger;
 pub mod machine;
+pub mod numbers;
 pub mod processor;
 pub mod provider;
 pub mod step;

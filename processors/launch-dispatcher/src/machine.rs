@@ -42,7 +42,7 @@ pub fn on_stop(mut entry: Entry, reason: String, env: &Env<'_>) -> Step {
     match entry.phase {
         Phase::RetryWait => {
             let detail = format!("{} after the launch was sent", reason.replace('_', " "));
-            finish(entry, Outcome::Held { reason, detail }, env)
+            finish(entry, held(reason, detail), env)
         }
         _ => Step::put(entry),
     }
@@ -222,10 +222,9 @@ fn dial(mut entry: Entry, env: &Env<'_>) -> Step {
     }
     if let Some(reason) = entry.stopped.clone() {
         let detail = format!("{} after the launch was sent", reason.replace('_', " "));
-        return finish(entry, Outcome::Held { reason, detail }, env);
+        return finish(entry, held(reason, detail), env);
     }
-    if let Some((reason, detail)) = hold(&entry.launch, env) {
-        let outcome = Outcome::Held { reason, detail };
+    if let Some(outcome) = hold(&entry.launch, env) {
         return finish(entry, outcome, env);
     }
     if env.shadow {
@@ -385,34 +384,49 @@ fn refusal(launch: &Launch, env: &Env<'_>) -> Option<(&'static str, Option<Strin
 /// window has closed, or its slot has passed (a create after its slot would
 /// break the grid's pace on the wire, as a burst of overdue launches after
 /// downtime would).
-fn hold(launch: &Launch, env: &Env<'_>) -> Option<(String, String)> {
+fn hold(launch: &Launch, env: &Env<'_>) -> Option<Outcome> {
     if let Some(pause) = env.pause {
-        return Some((
-            pause.to_owned(),
-            format!("{} at the last hop", pause.replace('_', " ")),
-        ));
+        let detail = format!("{} at the last hop", pause.replace('_', " "));
+        return Some(held(pause.to_owned(), detail));
     }
     // The phone rings a moment after the create leaves: the rules must allow that too.
     let rings_by = env.now_ms.saturating_add(WINDOW_MARGIN_MS);
-    let broken = launch.calling_rule_broken(&[env.now_ms, rings_by], &env.calling_rules.rules);
-    if let Some(violation) = broken {
+    let broken = launch.calling_rule_broken(
+        &[env.now_ms, rings_by],
+        &env.calling_rules.rules,
+        &env.placed_calls_ms,
+    );
+    if let Some((violation, not_before_ms)) = broken {
         let detail = format!("{violation} (at the last hop)");
-        return Some((violation.rule_id.to_string(), detail));
+        return Some(Outcome::Held {
+            reason: violation.rule_id.to_string(),
+            detail,
+            not_before_ms,
+        });
     }
     if last_send_in_window(launch).is_some_and(|at| env.now_ms > at) {
-        return Some((
+        return Some(held(
             "window_closed".to_owned(),
             "the calling window closed".to_owned(),
         ));
     }
     if let Some(end) = launch.slot_ends_at_ms.filter(|end| env.now_ms > *end) {
         let late = env.now_ms - end;
-        return Some((
+        return Some(held(
             "slot_passed".to_owned(),
             format!("its slot ended {late} ms before the create could leave"),
         ));
     }
     None
+}
+
+/// A hold no rule gave: planned again from now.
+fn held(reason: String, detail: String) -> Outcome {
+    Outcome::Held {
+        reason,
+        detail,
+        not_before_ms: None,
+    }
 }
 
 /// How much of its calling window a create must leave: the provider places (and stamps) the

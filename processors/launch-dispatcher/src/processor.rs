@@ -21,8 +21,10 @@ use crate::config::DispatchPolicy;
 use crate::emit::{self, LaunchReport, OutputTopics};
 use crate::ledger::{key_of, Entry, Launch, Outcome, LAUNCHES_STORE, STORES};
 use crate::machine::{self, Env, Ignored, Notice, Step, Store, TimerChange};
+use crate::numbers::{self, NumberCalls, FORGET_TIMER, NUMBERS_STORE};
 use crate::telemetry::DispatchMetrics;
 use crate::wire::EffectReply;
+use callstream_kit::keys::phone_key;
 
 /// The one timer per launch: its meaning follows the phase (reconcile a
 /// lost answer, send the next attempt, look again, forget the entry).
@@ -70,14 +72,71 @@ impl LaunchDispatcher {
     fn env(&self, ctx: &Context<'_>, launch: &Launch) -> Env<'_> {
         let control =
             crate::control::for_launch(&self.control, ctx, &launch.tenant_id, &launch.campaign_id);
+        // Rules need the lead's zone; without one only the federal floor applies.
+        let placed_calls_ms = match &launch.time_zone {
+            Some(_) => self
+                .number_calls(ctx, launch)
+                .placed_with(control.calling_rules.cap_subject, launch),
+            None => Vec::new(),
+        };
         Env {
             now_ms: ctx.wall_clock_ms(),
             shadow: control.shadow,
             pause: control.pause,
             calling_rules: control.calling_rules,
+            placed_calls_ms,
             policy: &self.policy,
             provider: self.provider,
             has_default_from: self.has_default_from,
+        }
+    }
+
+    /// The calls placed to `launch`'s number. An entry that does not decode counts as none
+    /// (logged): the contact's own count still applies, and the next call rewrites it.
+    fn number_calls(&self, ctx: &Context<'_>, launch: &Launch) -> NumberCalls {
+        let key = phone_key(&launch.tenant_id, &launch.to);
+        match ctx
+            .get(NUMBERS_STORE, key.as_bytes())
+            .map(NumberCalls::decode)
+        {
+            None => NumberCalls::default(),
+            Some(Ok(calls)) => calls,
+            Some(Err(e)) => {
+                error!(tenant = %launch.tenant_id, error = %e, "calls of a number do not decode; counting the contact's only");
+                NumberCalls::default()
+            }
+        }
+    }
+
+    /// A call the provider took counts against the number's caps from now on, whichever
+    /// contact it was for; the number is forgotten once no cap can count its calls.
+    fn record_placed(&self, ctx: &mut Context<'_>, launch: &Launch, now: i64) {
+        let mut calls = self.number_calls(ctx, launch);
+        calls.record(launch, now);
+        let key = phone_key(&launch.tenant_id, &launch.to).into_bytes();
+        let forget_at = calls
+            .newest_ms()
+            .unwrap_or(now)
+            .saturating_add(numbers::kept_ms());
+        ctx.put(NUMBERS_STORE, key.clone(), calls.encode());
+        ctx.set_timer(TimeDomain::WallClock, FORGET_TIMER, key, forget_at, []);
+    }
+
+    /// The forget timer of a number is due: drop what aged out, and the entry when empty.
+    fn forget_number(&self, ctx: &mut Context<'_>, key: Vec<u8>) {
+        let Some(Ok(mut calls)) = ctx.get(NUMBERS_STORE, &key).map(NumberCalls::decode) else {
+            ctx.delete(NUMBERS_STORE, key);
+            return;
+        };
+        let now = ctx.wall_clock_ms();
+        calls.forget_before(now.saturating_sub(numbers::kept_ms()));
+        match calls.newest_ms() {
+            None => ctx.delete(NUMBERS_STORE, key),
+            Some(newest) => {
+                ctx.put(NUMBERS_STORE, key.clone(), calls.encode());
+                let due = newest.saturating_add(numbers::kept_ms());
+                ctx.set_timer(TimeDomain::WallClock, FORGET_TIMER, key, due, []);
+            }
         }
     }
 
@@ -125,6 +184,9 @@ impl LaunchDispatcher {
         if let Some(entry) = &entry {
             for notice in &notices {
                 self.emit(ctx, entry, notice, now)?;
+                if let Notice::Final(Outcome::Accepted { .. }) = notice {
+                    self.record_placed(ctx, &entry.launch, now);
+                }
             }
             if let Some(effect) = effect {
                 let id = format!("{}/{}", entry.launch.launch_id, entry.seq);
@@ -171,6 +233,7 @@ impl LaunchDispatcher {
                     reconciled: false,
                     reason: Some(reason),
                     detail: detail.as_deref(),
+                    not_before_ms: None,
                 };
                 let record = emit::call_launch(&self.topics, self.provider, entry, &report, now)
                     .map_err(encode)?;
@@ -215,6 +278,10 @@ impl Processor for LaunchDispatcher {
     }
 
     fn on_timer(&mut self, ctx: &mut Context<'_>, timer: &Timer) -> Result<(), ProcessError> {
+        if timer.handle.name == FORGET_TIMER {
+            self.forget_number(ctx, timer.handle.key.clone());
+            return Ok(());
+        }
         if timer.handle.name != STEP_TIMER {
             return Ok(());
         }

@@ -18,6 +18,10 @@ pub struct Env<'a> {
     pub pause: Option<&'static str>,
     /// The tenant's own calling rules and overrides, read from `control` now.
     pub calling_rules: std::sync::Arc<callstream_kit::calling_rules::TenantCallingRules>,
+    /// Every call placed to the person within the tenant's cap subject (ms since the
+    /// epoch, oldest first): the contact's own count on the command, and the calls this
+    /// dispatcher placed to the launch's number for other contacts.
+    pub placed_calls_ms: Vec<i64>,
     pub policy: &'a DispatchPolicy,
     /// The adapter's name; a launch asking for another provider fails.
     pub provider: &'a str,

@@ -2,7 +2,9 @@
 //! HTTP: an accepted create that timed out is reconciled to its call;
 //! server errors are retried within the bound, then fail with an exception;
 //! a permanent refusal is not retried; shadow mode calls no one, and
-//! switching it off applies to the next command without a restart.
+//! switching it off applies to the next command without a restart; calls to
+//! one number from several contacts count against its frequency cap, across a
+//! restart.
 
 mod support;
 
@@ -282,4 +284,97 @@ async fn shadow_mode_calls_no_one_and_switching_it_off_applies_to_the_next_comma
     );
     assert!(stats.calls_by_launch.values().all(|&c| c == 1));
     running.stop()
+}
+
+/// An IANA zone where it is about noon now, so a Florida lead there is inside Florida's
+/// 08:00-20:00 whenever the test runs (`Etc/GMT-3` is UTC+3).
+fn zone_at_noon() -> String {
+    use chrono::Timelike;
+    let hour = i32::try_from(chrono::Utc::now().hour()).unwrap_or(0);
+    let offset = (12 - hour + 24) % 24;
+    let offset = if offset > 12 { offset - 24 } else { offset };
+    match offset {
+        0 => "Etc/GMT".to_owned(),
+        o if o > 0 => format!("Etc/GMT-{o}"),
+        o => format!("Etc/GMT+{}", -o),
+    }
+}
+
+/// Three contacts share a Miami number; each has one call placed, the number three. After
+/// a restart of the dispatcher (its per-number count restored from the changelog), a fourth
+/// contact's launch to that number is held with Florida's cap as its reason and the instant
+/// the first call ages out; the simulator got three creates for the number, and a launch
+/// to another number still goes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_to_one_number_from_several_contacts_count_against_its_cap_across_a_restart(
+) -> Result<()> {
+    let topics = topics("ld-number-cap").await?;
+    let sim = sim(fast()).await?;
+    let config = config(&topics, &sim, &callback_sink().await?);
+    let app = topics.name("dispatcher");
+    let producer = callstream_e2e::producer()?;
+    let run = run_id();
+    let zone = zone_at_noon();
+    let florida = |n: u128, to: &str| callstream_schemas::LaunchCommand {
+        to_number: to.into(),
+        time_zone: Some(zone.clone()),
+        jurisdictions: vec!["FL".into()],
+        jurisdiction_source: Some("area_code".into()),
+        ..command(run, n)
+    };
+    let miami = "+13055550100";
+    let mut reader = LaunchReader::new(&topics)?;
+
+    let running = start(&config, &app)?;
+    let first: Vec<_> = (1..=3).map(|n| florida(n, miami)).collect();
+    for cmd in &first {
+        send_command(&producer, &topics, cmd).await?;
+    }
+    reader
+        .until(Duration::from_secs(60), |o| o.finished() == 3)
+        .await?;
+    for cmd in &first {
+        assert_eq!(
+            reader.outcomes.statuses(&cmd.launch_id),
+            [LaunchStatus::Accepted]
+        );
+    }
+    let first_at = first
+        .iter()
+        .filter_map(|c| reader.outcomes.by_launch[&c.launch_id].first())
+        .map(|l| l.occurred_at)
+        .min()
+        .expect("accepted");
+    running.stop()?;
+
+    let running = start(&config, &app)?;
+    let fourth = florida(4, miami);
+    let elsewhere = florida(5, "+13055550199");
+    send_command(&producer, &topics, &fourth).await?;
+    send_command(&producer, &topics, &elsewhere).await?;
+    reader
+        .until(Duration::from_secs(60), |o| o.finished() == 5)
+        .await?;
+    let held = &reader.outcomes.by_launch[&fourth.launch_id];
+    assert_eq!(held.len(), 1, "{held:?}");
+    assert_eq!(
+        (held[0].status, held[0].reason.as_deref()),
+        (LaunchStatus::Held, Some("frequency_cap:FL:3_per_24h"))
+    );
+    assert_eq!(
+        held[0].not_before,
+        Some(first_at + chrono::TimeDelta::days(1))
+    );
+    assert_eq!(
+        reader.outcomes.statuses(&elsewhere.launch_id),
+        [LaunchStatus::Accepted]
+    );
+    let placed = sim_calls(&sim);
+    assert!(
+        !placed.contains_key(&fourth.launch_id.to_string()),
+        "no create for the fourth"
+    );
+    assert_eq!(sim.state.store().stats().calls_created, 4);
+    running.stop()?;
+    Ok(())
 }

@@ -7,7 +7,8 @@ use uuid::Uuid;
 use super::{JobOrigin, Timestamp};
 
 /// Place exactly one call (`io.callstream.events.LaunchCommand`, topic `launch-commands`, keyed
-/// by contact). `launch_id` is the stable operation id.
+/// by tenant and phone number: `callstream_kit::keys::phone_key`). `launch_id` is the stable
+/// operation id.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LaunchCommand {
     #[serde(with = "crate::serde_util::uuid_str")]
@@ -93,4 +94,7 @@ pub struct CallLaunch {
     pub reconciled: bool,
     pub reason: Option<String>,
     pub reason_detail: Option<String>,
+    /// Held by a calling rule: the earliest instant the rules allowed a call again.
+    #[serde(default, with = "chrono::serde::ts_milliseconds_option")]
+    pub not_before: Option<Timestamp>,
 }

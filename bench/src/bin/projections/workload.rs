@@ -245,6 +245,7 @@ impl Ids {
             reconciled: false,
             reason: None,
             reason_detail: None,
+            not_before: None,
         }
     }
 

@@ -232,6 +232,15 @@ impl<P: Processor> Harness<P> {
         self.launch_topic()
     }
 
+    /// The keys of the records on `launch-commands`, in order.
+    pub fn launch_keys(&self) -> Vec<String> {
+        self.driver
+            .records(&self.topics.name("launch-commands"))
+            .iter()
+            .filter_map(|r| String::from_utf8(r.key.clone()?).ok())
+            .collect()
+    }
+
     fn launch_topic<E: Event>(&self) -> Vec<E> {
         self.driver
             .records(&self.topics.name("launch-commands"))

@@ -149,8 +149,10 @@ pub async fn send_command(
     let value = cmd.encode()?;
     let mut pairs = cmd.kafka_headers();
     pairs.push(("event-id", cmd.event_id.to_string()));
+    // Keyed as the contact processor keys it: by tenant and number.
+    let key = callstream_kit::keys::phone_key(&cmd.tenant_id, &cmd.to_number);
     let record = FutureRecord::to(&topic)
-        .key(&cmd.contact_id)
+        .key(&key)
         .payload(&value)
         .headers(headers(pairs));
     producer

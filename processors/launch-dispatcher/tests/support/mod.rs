@@ -68,10 +68,11 @@ pub fn command(n: u128) -> LaunchCommand {
     }
 }
 
+/// Pipes `command` on its key as the contact processor writes it (tenant and number).
 pub fn pipe(driver: &mut TestDriver<LaunchDispatcher>, command: &LaunchCommand) {
     driver.pipe(Input::new(
         "launch-commands",
-        command.contact_id.clone(),
+        callstream_kit::keys::phone_key(&command.tenant_id, &command.to_number),
         command.encode().unwrap(),
     ));
 }
