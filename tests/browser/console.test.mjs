@@ -4,8 +4,8 @@
 // need in the environment; every wait is for an outcome (a row, a state, a text), bounded
 // generously, never a fixed sleep.
 //
-//   CONSOLE_URL, ADMIN_TOKEN, VIEWER_TOKEN, CAMPAIGN, HELD_CONTACT, MISSING_LAUNCH,
-//   OTHER_TENANT_CONTACT, SCREENSHOT_DIR
+//   CONSOLE_URL, ADMIN_TOKEN, VIEWER_TOKEN, CAMPAIGN, HELD_CONTACT, RULE_CONTACT,
+//   MISSING_LAUNCH, OTHER_TENANT_CONTACT, SCREENSHOT_DIR
 
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
@@ -23,6 +23,7 @@ const ADMIN = env("ADMIN_TOKEN");
 const VIEWER = env("VIEWER_TOKEN");
 const CAMPAIGN = env("CAMPAIGN");
 const HELD = env("HELD_CONTACT");
+const RULE = env("RULE_CONTACT");
 const MISSING = env("MISSING_LAUNCH");
 const OTHER = env("OTHER_TENANT_CONTACT");
 const SHOTS = env("SCREENSHOT_DIR");
@@ -165,6 +166,22 @@ test("an operator logs in, sees the delivery card, recovers a missing completion
   await page.goto(`${URL}/console/contacts/${OTHER}`);
   await page.locator("#page .error").waitFor();
   assert.match(await page.locator("#page .error").innerText(), /not found/i);
+  await context.close();
+});
+
+test("a call a state calling rule moved shows the rule's id as written, and why, on the schedule", async () => {
+  const { context, page } = await loggedIn(VIEWER);
+  await open(page, "/console/schedule");
+  const moved = page.locator("tr", { hasText: RULE }).filter({ hasText: "state_hours:KY" });
+  await moved.first().waitFor({ timeout: OUTCOME });
+  const text = await moved.first().innerText();
+  assert.match(text, /requested/);
+  // The id as the rules file writes it (an operator looks it up there), with what it says.
+  assert.doesNotMatch(text, /state hours KY/);
+  assert.match(text, /10:00/, "the rule's detail says when Kentucky allows calls");
+  // The job it replaced is linked.
+  assert.equal(await moved.first().locator("a[href*='#job-']").count(), 1);
+  await shot(page, "schedule-rule");
   await context.close();
 });
 

@@ -28,7 +28,15 @@ pub fn id(parts: &str) -> Uuid {
 /// calling window let a launch through whenever the test runs (`Etc/GMT` signs are
 /// inverted: `Etc/GMT-3` is UTC+3).
 pub fn noon_zone() -> String {
-    let offset = 12 - i64::from(chrono::Utc::now().hour());
+    zone_at(12)
+}
+
+/// An IANA zone (`Etc/GMT±N`, whole hours) where the hour now is `local_hour` (0-23), for
+/// tests whose outcome depends on the lead's local time, whenever they run.
+pub fn zone_at(local_hour: u32) -> String {
+    let diff = (i64::from(local_hour) - i64::from(chrono::Utc::now().hour())).rem_euclid(24);
+    // Etc zones run from UTC-12 to UTC+14: keep the offset in (-12, 12].
+    let offset = if diff > 12 { diff - 24 } else { diff };
     match offset {
         0 => "Etc/GMT".to_owned(),
         o if o > 0 => format!("Etc/GMT-{o}"),

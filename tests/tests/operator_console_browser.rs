@@ -7,7 +7,8 @@
 //! the job's slot), and runs `tests/browser/console.test.mjs`, whose assertions are the
 //! console's: log in, the delivery card, recover a missing completion and see it close,
 //! pause a campaign and see the call held with the reason, resume and see it planned
-//! again, follow a causation link, replay a dead letter, a viewer without actions and
+//! again, a call a state calling rule moved shown with the rule's id on the schedule,
+//! follow a causation link, replay a dead letter, a viewer without actions and
 //! refused a forged one (403),
 //! and no other tenant's data anywhere. Screenshots of each page go to
 //! `.stack/console-screenshots/`.
@@ -108,6 +109,9 @@ async fn the_console_works_in_a_real_browser() -> Result<()> {
     // came (the detector's one-second window makes it missing at once); an exception.
     s.produce(seed::every_day()).await?;
     s.produce(seed::launch_request("c-held", false)).await?;
+    // A Kentucky lead whose call comes due before 10:00 its time: moved by Kentucky's hours.
+    s.produce(seed::kentucky_morning_request("c-kentucky"))
+        .await?;
     s.sim.set_behaviour(sims::quick_voicemail())?;
     let sid = s.place_call().await?;
     let missing_launch = Uuid::new_v4();
@@ -131,6 +135,27 @@ async fn the_console_works_in_a_real_browser() -> Result<()> {
     let held_job: Uuid = eventually("c-held's job planned", SOON, || async {
         Ok(sqlx::query_scalar(
             "SELECT job_id FROM jobs WHERE tenant_id = $1 AND contact_id = 'c-held'",
+        )
+        .bind(seed::TENANT)
+        .fetch_optional(pool)
+        .await?)
+    })
+    .await?;
+    let kentucky_job: Uuid = eventually("c-kentucky's job planned", SOON, || async {
+        Ok(sqlx::query_scalar(
+            "SELECT job_id FROM jobs WHERE tenant_id = $1 AND contact_id = 'c-kentucky'",
+        )
+        .bind(seed::TENANT)
+        .fetch_optional(pool)
+        .await?)
+    })
+    .await?;
+    s.produce(seed::launch_due("c-kentucky", kentucky_job))
+        .await?;
+    eventually("c-kentucky's call moved by a rule", SOON, || async {
+        Ok(sqlx::query_scalar::<_, Uuid>(
+            "SELECT job_id FROM jobs WHERE tenant_id = $1 AND contact_id = 'c-kentucky'
+             AND reason = 'state_hours:KY' AND state = 'requested'",
         )
         .bind(seed::TENANT)
         .fetch_optional(pool)
@@ -222,6 +247,7 @@ async fn the_console_works_in_a_real_browser() -> Result<()> {
         .env("VIEWER_TOKEN", &s.viewer)
         .env("CAMPAIGN", seed::CAMPAIGN)
         .env("HELD_CONTACT", "c-held")
+        .env("RULE_CONTACT", "c-kentucky")
         .env("MISSING_LAUNCH", missing_launch.to_string())
         .env("OTHER_TENANT_CONTACT", "other-tenant-secret")
         .env("SCREENSHOT_DIR", &shots)

@@ -286,20 +286,6 @@ async fn shadow_mode_calls_no_one_and_switching_it_off_applies_to_the_next_comma
     running.stop()
 }
 
-/// An IANA zone where it is about noon now, so a Florida lead there is inside Florida's
-/// 08:00-20:00 whenever the test runs (`Etc/GMT-3` is UTC+3).
-fn zone_at_noon() -> String {
-    use chrono::Timelike;
-    let hour = i32::try_from(chrono::Utc::now().hour()).unwrap_or(0);
-    let offset = (12 - hour + 24) % 24;
-    let offset = if offset > 12 { offset - 24 } else { offset };
-    match offset {
-        0 => "Etc/GMT".to_owned(),
-        o if o > 0 => format!("Etc/GMT-{o}"),
-        o => format!("Etc/GMT+{}", -o),
-    }
-}
-
 /// Three contacts share a Miami number; each has one call placed, the number three. After
 /// a restart of the dispatcher (its per-number count restored from the changelog), a fourth
 /// contact's launch to that number is held with Florida's cap as its reason and the instant
@@ -314,7 +300,8 @@ async fn calls_to_one_number_from_several_contacts_count_against_its_cap_across_
     let app = topics.name("dispatcher");
     let producer = callstream_e2e::producer()?;
     let run = run_id();
-    let zone = zone_at_noon();
+    // About noon there whenever the test runs: inside Florida's 08:00-20:00.
+    let zone = callstream_e2e::fixtures::noon_zone();
     let florida = |n: u128, to: &str| callstream_schemas::LaunchCommand {
         to_number: to.into(),
         time_zone: Some(zone.clone()),

@@ -44,6 +44,21 @@ pub fn launch_request(contact: &str, do_not_call: bool) -> ContactCommand {
     }
 }
 
+/// The gateway's launch intake enters `contact`, a Kentucky lead (the CRM record says so)
+/// where it is between 08:00 and 10:00 now: federal hours allow a call, Kentucky's
+/// (from 10:00) do not, whenever the test runs.
+pub fn kentucky_morning_request(contact: &str) -> ContactCommand {
+    use chrono::Timelike;
+    // At least half an hour before 10:00 there, for the launch to come due before it.
+    let local_hour = if Utc::now().minute() < 30 { 9 } else { 8 };
+    let mut request = launch_request(contact, false);
+    if let Some(details) = request.contact.as_mut() {
+        details.time_zone = Some(fixtures::zone_at(local_hour));
+        details.state = Some("KY".into());
+    }
+    request
+}
+
 /// The scheduler says the slot of `job` has come.
 pub fn launch_due(contact: &str, job: Uuid) -> ContactCommand {
     let now = Utc::now();
