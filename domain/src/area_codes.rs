@@ -7,6 +7,15 @@
 //! parses and every zone name is known, so a bad edit fails the build's
 //! tests rather than a lookup at run time.
 //!
+//! Sources: the NANPA area-code assignments by state and province and the
+//! US and Canadian time-zone boundaries, cross-checked against
+//! libphonenumber's geocoding and time-zone data (Google, Apache-2.0).
+//! `cargo xtask area-codes` refreshes that check: it installs the pinned
+//! Python port `phonenumbers` and runs `data/refresh_area_codes.py`, which
+//! prints each difference as a JSON line; `--check` fails on a code we lack
+//! or a region that differs, `--write` appends the missing codes to the
+//! table. The table's header says which differences are deliberate.
+//!
 //! Parsing accepts E.164 (`+13125550100`) and the usual US ways of writing a
 //! number (`(312) 555-0100`, `312.555.0100`, `1-312-555-0100`, `tel:` URIs,
 //! a trailing extension). Errors never echo the number: phone numbers stay
@@ -27,8 +36,8 @@ const TABLE: &str = include_str!("../data/nanp_area_codes.txt");
 /// 88X toll-free expansion reserve.
 pub const NON_GEOGRAPHIC: &[u16] = &[
     456, 500, 521, 522, 523, 524, 525, 526, 527, 528, 529, 532, 533, 535, 538, 542, 543, 544, 545,
-    546, 547, 549, 550, 552, 553, 554, 556, 558, 566, 569, 577, 588, 589, 600, 622, 700, 710, 800,
-    822, 833, 844, 855, 866, 877, 880, 881, 882, 883, 884, 885, 886, 887, 888, 889, 900,
+    546, 547, 549, 550, 552, 553, 554, 556, 558, 566, 569, 577, 588, 589, 600, 622, 633, 700, 710,
+    800, 822, 833, 844, 855, 866, 877, 880, 881, 882, 883, 884, 885, 886, 887, 888, 889, 900,
 ];
 
 /// A NANP area code (NPA): three digits, the first 2-9.

@@ -4,6 +4,7 @@
 //! real Postgres, both on loopback, with all their state under `<repo>/.stack/`. Commands are
 //! idempotent: `up` twice starts things once, `down` stops only what `up` started.
 
+mod area_codes;
 mod cargo_cmds;
 mod clock_rule;
 mod debian;
@@ -148,6 +149,27 @@ enum Cmd {
         #[arg(last = true, allow_hyphen_values = true)]
         libfuzzer_args: Vec<String>,
     },
+    /// Compare the NANP area-code table (domain/data/nanp_area_codes.txt) with Google's
+    /// libphonenumber: region and time zones of every code, codes either side lacks.
+    ///
+    /// Installs libphonenumber's Python port `phonenumbers` from PyPI (pinned, into
+    /// .stack/area-codes/venv) and runs domain/data/refresh_area_codes.py with it. Prints one
+    /// JSON line per difference on stdout (kinds missing_from_ours, region_differs,
+    /// zone_not_covered, unknown_to_libphonenumber, non_geographic_not_listed,
+    /// geographic_in_libphonenumber; a reviewed one carries its reason), then a summary line
+    /// with the counts and the phonenumbers version; progress on stderr. Zones the table lists
+    /// beyond libphonenumber's, or that keep the same clock under another name, are not
+    /// differences. Not part of `cargo xtask test`.
+    AreaCodes {
+        /// Exit non-zero when a code is missing from the table or a region differs.
+        #[arg(long, conflicts_with = "write")]
+        check: bool,
+        /// Append the geographic codes the table lacks (region and zones from
+        /// libphonenumber, under a comment naming its version and the date); existing rows
+        /// are never rewritten.
+        #[arg(long)]
+        write: bool,
+    },
 }
 
 fn main() -> ExitCode {
@@ -174,6 +196,14 @@ fn main() -> ExitCode {
         Cmd::Bench { name, args } => cargo_cmds::bench(&layout, &name, &args),
         Cmd::Schemathesis { args } => schemathesis::run(&layout, &args),
         Cmd::Layering => layering::check(&layout.repo),
+        Cmd::AreaCodes { check, write } => {
+            let mode = match (check, write) {
+                (true, _) => area_codes::Mode::Check,
+                (_, true) => area_codes::Mode::Write,
+                _ => area_codes::Mode::Report,
+            };
+            area_codes::run(&layout, mode)
+        }
         Cmd::Fuzz {
             seconds,
             target,
@@ -272,6 +302,22 @@ mod tests {
             ]),
             (5, Some("crm_answer".into()), true, vec!["-jobs=2".into()])
         );
+    }
+
+    #[test]
+    fn area_codes_takes_check_or_write_not_both() {
+        let parse = |argv: &[&str]| {
+            let mut full = vec!["xtask", "area-codes"];
+            full.extend_from_slice(argv);
+            Cli::try_parse_from(full).map(|cli| match cli.command {
+                Cmd::AreaCodes { check, write } => (check, write),
+                _ => panic!("not the area-codes command"),
+            })
+        };
+        assert_eq!(parse(&[]).unwrap(), (false, false));
+        assert_eq!(parse(&["--check"]).unwrap(), (true, false));
+        assert_eq!(parse(&["--write"]).unwrap(), (false, true));
+        assert!(parse(&["--check", "--write"]).is_err());
     }
 
     #[test]

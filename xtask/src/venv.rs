@@ -1,9 +1,10 @@
 //! Python tools from PyPI, each pinned in a venv of its own under `.stack/<name>/venv`
 //! (installed once; a version bump reinstalls): schemathesis for the API check, aiosmtpd
-//! as the SMTP server the notifier's tests and the demo send email to.
+//! as the SMTP server the notifier's tests and the demo send email to, phonenumbers
+//! (libphonenumber's data) for the area-code table's refresh.
 
 use std::path::PathBuf;
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 use anyhow::{bail, Context, Result};
 
@@ -53,21 +54,44 @@ impl Tool {
 
     /// Installs the pinned version when the venv lacks it.
     pub fn ensure(&self, layout: &Layout) -> Result<()> {
+        self.ensure_with(layout, false)
+    }
+
+    /// [`Tool::ensure`] for a command whose stdout is data: what it says (and what python
+    /// and pip print) goes to stderr.
+    pub fn ensure_quiet_stdout(&self, layout: &Layout) -> Result<()> {
+        self.ensure_with(layout, true)
+    }
+
+    fn ensure_with(&self, layout: &Layout, stdout_is_data: bool) -> Result<()> {
         if self.installed(layout) {
             return Ok(());
         }
         let venv = self.venv(layout);
-        println!(
+        let message = format!(
             "{}: installing {}=={} into {}",
             self.name,
             self.package,
             self.version,
             layout.show(&venv)
         );
+        let child_stdout = || {
+            if stdout_is_data {
+                Stdio::from(std::io::stderr())
+            } else {
+                Stdio::inherit()
+            }
+        };
+        if stdout_is_data {
+            eprintln!("{message}");
+        } else {
+            println!("{message}");
+        }
         if !self.bin(layout, "pip").exists() {
             let status = Command::new("python3")
                 .args(["-m", "venv"])
                 .arg(&venv)
+                .stdout(child_stdout())
                 .status()
                 .context("running python3 -m venv (is Python 3 installed?)")?;
             if !status.success() {
@@ -77,8 +101,9 @@ impl Tool {
         let spec = format!("{}=={}", self.package, self.version);
         let status = Command::new(self.bin(layout, "pip"))
             .args(["install", "--quiet", &spec])
+            .stdout(child_stdout())
             .status()
-            .context("running pip")?;
+            .with_context(|| format!("running {}", layout.show(&self.bin(layout, "pip"))))?;
         if !status.success() {
             bail!("pip install {spec} failed ({status})");
         }

@@ -5,7 +5,7 @@ use proptest::prelude::*;
 fn every_table_line_parses_and_every_zone_is_known() {
     let t = table();
     assert!(t.rejected.is_empty(), "rejected lines: {:?}", t.rejected);
-    assert_eq!(entries().len(), 441);
+    assert_eq!(entries().len(), 442);
 }
 
 #[test]
