@@ -151,3 +151,88 @@ fn a_number_is_forgotten_after_the_longest_cap_window() {
     driver.advance_wall_clock_ms(32 * DAY);
     assert!(driver.get(NUMBERS_STORE, b"acme/13055550100").is_none());
 }
+
+/// One launch of the property test: for contact `contact`, to number `number`, after the
+/// clock moved `advance_min` minutes, maybe after a restart.
+#[derive(Debug, Clone)]
+struct Op {
+    contact: u8,
+    number: u8,
+    advance_min: i64,
+    restart: bool,
+}
+
+fn op() -> impl proptest::strategy::Strategy<Value = Op> {
+    use proptest::prelude::*;
+    (0u8..6, 0u8..2, 0i64..600, proptest::bool::weighted(0.1)).prop_map(
+        |(contact, number, advance_min, restart)| Op {
+            contact,
+            number,
+            advance_min,
+            restart,
+        },
+    )
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(128))]
+
+    /// Whatever contacts launch to two shared Florida numbers, whenever, across restarts,
+    /// with no contact knowing of the others' calls: no number gets a fourth create in any
+    /// 24 hours, no create leaves outside Florida's 08:00-20:00 at the lead, and every launch
+    /// not dialed is held by a Florida rule, naming it.
+    #[test]
+    fn no_number_gets_a_fourth_create_in_any_24_hours_whoever_the_contact(
+        ops in proptest::collection::vec(op(), 1..40)
+    ) {
+        let numbers = [MIAMI, "+13055550199"];
+        let mut driver = driver();
+        let mut creates: Vec<Vec<i64>> = vec![Vec::new(); numbers.len()];
+        for (i, op) in ops.iter().enumerate() {
+            driver.advance_wall_clock_ms(op.advance_min * MINUTE);
+            if op.restart {
+                driver.restart();
+            }
+            let n = 100 + i as u128;
+            let cmd = LaunchCommand {
+                contact_id: format!("c-{}", op.contact),
+                ..florida(n, numbers[usize::from(op.number)])
+            };
+            pipe(&mut driver, &cmd);
+            let pending = pending(&driver);
+            if pending.is_empty() {
+                let out = last_launch(&driver);
+                proptest::prop_assert_eq!(out.launch_id, cmd.launch_id);
+                proptest::prop_assert_eq!(out.status, LaunchStatus::Held);
+                let reason = out.reason.unwrap_or_default();
+                proptest::prop_assert!(
+                    reason == "state_hours:FL" || reason == "frequency_cap:FL:3_per_24h",
+                    "{reason}"
+                );
+            } else {
+                let now = driver.clock().now_ms();
+                creates[usize::from(op.number)].push(now);
+                let (request, call) = take_one(&mut driver);
+                let sid = format!("CA{n}");
+                reply(&mut driver, request, &created(&call, accepted(&sid)));
+            }
+        }
+        for (number, times) in numbers.iter().zip(&creates) {
+            for four in times.windows(4) {
+                proptest::prop_assert!(four[3] - four[0] >= DAY, "{number}: {four:?}");
+            }
+            for at in times {
+                let local = chrono::DateTime::from_timestamp_millis(*at)
+                    .unwrap()
+                    .with_timezone(&chrono_tz::America::New_York);
+                let rings = local + chrono::TimeDelta::minutes(1);
+                let eight = local.date_naive().and_hms_opt(8, 0, 0).unwrap();
+                let twenty = local.date_naive().and_hms_opt(20, 0, 0).unwrap();
+                proptest::prop_assert!(
+                    local.naive_local() >= eight && rings.naive_local() <= twenty,
+                    "{number}: created at {local}"
+                );
+            }
+        }
+    }
+}
