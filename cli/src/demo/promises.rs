@@ -351,18 +351,19 @@ fn lead_zone(c: &Call, control: &ControlFile, zones: &ContactZones) -> Option<Re
 /// numbers between contacts) within the tenant's cap subject as what the caps count.
 fn state_rules(calls: &[Call], control: &ControlFile, zones: &ContactZones) -> Check {
     let mut check = Check::default();
-    let tenants: HashMap<&str, TenantCallingRules> = control
-        .tenants
-        .iter()
-        .map(|(id, t)| {
-            let rules = t
-                .calling_rules
-                .as_ref()
-                .and_then(|w| TenantCallingRules::from_wire(w).ok())
-                .unwrap_or_default();
-            (id.as_str(), rules)
-        })
-        .collect();
+    // As the processors read them: the campaign's calling rules, else the tenant's.
+    let usable = |w: Option<&callstream_schemas::CallingRules>| {
+        w.and_then(|w| TenantCallingRules::from_wire(w).ok())
+    };
+    let mut rules_of: HashMap<(&str, &str), TenantCallingRules> = HashMap::new();
+    for c in calls {
+        let tenant = control.tenants.get(&c.tenant);
+        let campaign = tenant.and_then(|t| t.campaigns.get(&c.campaign));
+        let rules = usable(campaign.and_then(|c| c.calling_rules.as_ref()))
+            .or_else(|| usable(tenant.and_then(|t| t.calling_rules.as_ref())))
+            .unwrap_or_default();
+        rules_of.insert((&c.tenant, &c.campaign), rules);
+    }
     let statutory = TenantCallingRules::default();
     let mut before: HashMap<(String, &str), Vec<DateTime<chrono::Utc>>> = HashMap::new();
     for c in calls {
@@ -370,7 +371,9 @@ fn state_rules(calls: &[Call], control: &ControlFile, zones: &ContactZones) -> C
         let Some(when) = DateTime::from_timestamp_millis(c.created_ms) else {
             continue;
         };
-        let tenant = tenants.get(c.tenant.as_str()).unwrap_or(&statutory);
+        let tenant = rules_of
+            .get(&(c.tenant.as_str(), c.campaign.as_str()))
+            .unwrap_or(&statutory);
         let subject = tenant.cap_subject.key(&c.campaign);
         let person = callstream_kit::keys::phone_key(&c.tenant, &c.to);
         let placed = before.entry((person, subject)).or_default();
@@ -378,7 +381,7 @@ fn state_rules(calls: &[Call], control: &ControlFile, zones: &ContactZones) -> C
         let states = resolve_jurisdictions(&JurisdictionInputs {
             contact_state: record.and_then(|r| r.state.as_deref()),
             phone: Some(&c.to),
-            tenant_default: None,
+            tenant_default: tenant.default_state.as_deref(),
         });
         let rules = match (states, lead_zone(c, control, zones)) {
             (Ok(states), Some(zone)) => {

@@ -89,6 +89,8 @@ pub struct CampaignFile {
     pub paused: bool,
     pub settings: CampaignSettings,
     pub completion: Option<CompletionSettings>,
+    /// The campaign's calling rules, in place of the tenant's for its calls.
+    pub calling_rules: Option<CallingRules>,
 }
 
 impl ControlFile {
@@ -150,13 +152,7 @@ impl ControlFile {
                 );
             }
             if let Some(rules) = &t.calling_rules {
-                out.insert(
-                    key(ControlSetting::CallingRules, None),
-                    ControlValue {
-                        calling_rules: Some(Box::new(rules.clone())),
-                        ..ControlValue::default()
-                    },
-                );
+                out.insert(key(ControlSetting::CallingRules, None), rules_value(rules));
             }
             if let Some(defaults) = &t.campaign_defaults {
                 out.insert(
@@ -177,6 +173,9 @@ impl ControlFile {
                         completion_value(completion),
                     );
                 }
+                if let Some(rules) = &c.calling_rules {
+                    out.insert(c_key(ControlSetting::CallingRules), rules_value(rules));
+                }
             }
         }
         out
@@ -186,6 +185,13 @@ impl ControlFile {
 fn campaign_value(settings: &CampaignSettings) -> ControlValue {
     ControlValue {
         campaign: Some(settings.clone()),
+        ..ControlValue::default()
+    }
+}
+
+fn rules_value(rules: &CallingRules) -> ControlValue {
+    ControlValue {
+        calling_rules: Some(Box::new(rules.clone())),
         ..ControlValue::default()
     }
 }

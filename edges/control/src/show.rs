@@ -142,6 +142,9 @@ fn describe_calling_rules(r: &callstream_schemas::CallingRules) -> String {
             .map(|o| format!("override {}: {}", o.rule, o.reason)),
     );
     parts.push(format!("caps count per {}", r.cap_subject));
+    if let Some(state) = &r.default_state {
+        parts.push(format!("default state {state}"));
+    }
     parts.join("; ")
 }
 

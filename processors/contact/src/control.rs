@@ -31,9 +31,9 @@ pub trait ControlRead {
     /// within its slot, so creates keep the grid's pace on the wire.
     fn slot_length(&self, tenant: &str) -> Duration;
 
-    /// The tenant's own calling rules, overrides and cap subject (the statutory rules
-    /// apply regardless).
-    fn calling_rules(&self, tenant: &str) -> Arc<TenantCallingRules>;
+    /// The campaign's (else the tenant's) own calling rules, overrides, cap subject and
+    /// default state (the statutory rules apply regardless).
+    fn calling_rules(&self, tenant: &str, campaign: &str) -> Arc<TenantCallingRules>;
 }
 
 impl ControlRead for ControlView<'_> {
@@ -53,8 +53,8 @@ impl ControlRead for ControlView<'_> {
         Duration::from_secs(u64::from(self.grid(tenant).config.slot_seconds))
     }
 
-    fn calling_rules(&self, tenant: &str) -> Arc<TenantCallingRules> {
-        ControlView::calling_rules(self, tenant)
+    fn calling_rules(&self, tenant: &str, campaign: &str) -> Arc<TenantCallingRules> {
+        ControlView::calling_rules(self, tenant, campaign)
     }
 }
 

@@ -65,7 +65,11 @@ impl Step<'_, '_> {
     /// What the state calling rules need to know of the lead, for a call of `campaign`:
     /// its states, and the calls placed within the tenant's cap subject.
     pub fn lead_rules(&self, campaign: &str) -> LeadRulesWire {
-        let (jurisdictions, jurisdiction_source) = self.contact.jurisdictions();
+        let rules = self
+            .control
+            .calling_rules(&self.contact.tenant_id, campaign);
+        let (jurisdictions, jurisdiction_source) =
+            self.contact.jurisdictions(rules.default_state.as_deref());
         LeadRulesWire {
             jurisdictions,
             jurisdiction_source,
@@ -73,9 +77,12 @@ impl Step<'_, '_> {
         }
     }
 
-    /// What the frequency caps count a call of `campaign` within (the tenant's setting).
+    /// What the frequency caps count a call of `campaign` within (the campaign's or the
+    /// tenant's setting).
     pub fn cap_subject<'c>(&self, campaign: &'c str) -> &'c str {
-        let rules = self.control.calling_rules(&self.contact.tenant_id);
+        let rules = self
+            .control
+            .calling_rules(&self.contact.tenant_id, campaign);
         rules.cap_subject.key(campaign)
     }
 

@@ -88,7 +88,7 @@ pub fn launch_due(step: &mut Step<'_, '_>, cmd: &ContactCommand) -> Result<bool,
             let horizon = now
                 + chrono::TimeDelta::from_std(step.config.move_horizon)
                     .unwrap_or(chrono::TimeDelta::days(14));
-            let tenant_rules = step.control.calling_rules(&tenant);
+            let tenant_rules = step.control.calling_rules(&tenant, &job.campaign_id);
             let rules = LeadRules::from_wire(
                 &lead.jurisdictions,
                 &zone.zones,

@@ -190,12 +190,13 @@ impl Contact {
     }
 
     /// The lead's state(s) as the events carry them: the contact record's, else the
-    /// phone's area code's (both when they disagree); none when neither is known.
-    pub fn jurisdictions(&self) -> (Vec<String>, Option<String>) {
+    /// phone's area code's (both when they disagree), else the tenant's default state;
+    /// none when nothing says.
+    pub fn jurisdictions(&self, tenant_default: Option<&str>) -> (Vec<String>, Option<String>) {
         let inputs = callstream_domain::calling_rules::JurisdictionInputs {
             contact_state: self.contact_state.as_deref(),
             phone: self.phone.as_deref(),
-            tenant_default: None,
+            tenant_default,
         };
         match callstream_domain::calling_rules::resolve_jurisdictions(&inputs) {
             Ok(states) => callstream_kit::calling_rules::to_wire(&states),

@@ -168,6 +168,7 @@ fn tenant_rules(rules: Vec<TenantCallingRule>, overrides: Vec<RuleOverride>) -> 
                 rules,
                 overrides,
                 cap_subject: "tenant".into(),
+                default_state: None,
             })),
             ..ControlValue::default()
         },
@@ -236,4 +237,46 @@ fn a_tenants_own_cap_and_its_override_apply_from_control() {
         h.due("fl", &plan, at(2024, 3, 6, 1, 30)).is_some(),
         "overridden"
     );
+}
+
+/// Where neither the contact record nor the phone's area code says where the lead is (a
+/// toll-free number), the tenant's default state applies, and the plan says so; a
+/// campaign's own calling rules replace the tenant's for its calls.
+#[test]
+fn the_tenants_default_state_applies_when_nothing_else_says_and_a_campaign_may_have_its_own() {
+    let mut h = harness();
+    h.campaign_settings(CAMPAIGN, every_day(60));
+    h.campaign_settings("collections", every_day(60));
+    let rules = |default_state: Option<&str>, campaign: Option<&str>| {
+        control_change(
+            ControlSetting::CallingRules,
+            campaign,
+            ControlValue {
+                calling_rules: Some(Box::new(CallingRules {
+                    rules: vec![],
+                    overrides: vec![],
+                    cap_subject: "campaign".into(),
+                    default_state: default_state.map(str::to_owned),
+                })),
+                ..ControlValue::default()
+            },
+        )
+    };
+    h.set_control(&rules(Some("FL"), None));
+    h.set_control(&rules(Some("OK"), Some("collections")));
+    let toll_free = |contact: &str, campaign: &str| {
+        let mut cmd = launch_request(contact, campaign, "r1");
+        if let Some(details) = cmd.contact.as_mut() {
+            details.phone_number = Some("+18005550100".into());
+        }
+        cmd
+    };
+    h.command(&toll_free("tf", CAMPAIGN), t0());
+    let plan = h.plans().pop().expect("planned");
+    assert_eq!(plan.jurisdictions, ["FL"]);
+    assert_eq!(plan.jurisdiction_source.as_deref(), Some("tenant_default"));
+
+    h.command(&toll_free("tf2", "collections"), t0());
+    let plan = h.plans().pop().expect("planned");
+    assert_eq!(plan.jurisdictions, ["OK"]);
 }

@@ -46,6 +46,9 @@ impl CapSubject {
 pub struct TenantCallingRules {
     pub rules: TenantRules,
     pub cap_subject: CapSubject,
+    /// The state (two-letter code) whose rules apply when neither the contact record nor
+    /// the area code says where the lead is.
+    pub default_state: Option<String>,
 }
 
 impl TenantCallingRules {
@@ -76,9 +79,20 @@ impl TenantCallingRules {
             "tenant" => CapSubject::Tenant,
             other => return Err(SettingError::CapSubject(other.to_owned())),
         };
+        let default_state = wire
+            .default_state
+            .as_deref()
+            .filter(|s| !s.trim().is_empty())
+            .map(|s| {
+                Jurisdiction::parse(s)
+                    .map(|j| j.code().to_owned())
+                    .map_err(|_| SettingError::DefaultState(s.to_owned()))
+            })
+            .transpose()?;
         Ok(TenantCallingRules {
             rules: TenantRules::new(&specs, &overrides)?,
             cap_subject,
+            default_state,
         })
     }
 }

@@ -17,7 +17,8 @@ pub struct LaunchControl {
     /// The pause covering the tenant or the campaign (`system_paused`,
     /// `campaign_paused`), if one does.
     pub pause: Option<&'static str>,
-    /// The tenant's own calling rules and overrides (the statutory ones apply regardless).
+    /// The campaign's (else the tenant's) own calling rules and overrides (the statutory
+    /// ones apply regardless).
     pub calling_rules: Arc<TenantCallingRules>,
 }
 
@@ -32,6 +33,6 @@ pub fn for_launch(
     LaunchControl {
         shadow: view.shadow_mode(tenant),
         pause: view.pause(tenant, campaign).map(|p| p.reason()),
-        calling_rules: view.calling_rules(tenant),
+        calling_rules: view.calling_rules(tenant, campaign),
     }
 }

@@ -112,6 +112,7 @@ fn a_tenant_wide_cap_subject_counts_every_campaigns_calls_to_the_number() {
                 rules: vec![],
                 overrides: vec![],
                 cap_subject: "tenant".into(),
+                default_state: None,
             })),
             ..ControlValue::default()
         },

@@ -397,6 +397,7 @@ fn the_last_hop_applies_the_tenants_own_rules_and_overrides_from_control() {
             }],
             overrides: vec![],
             cap_subject: "campaign".into(),
+            default_state: None,
         },
     );
     pipe(
@@ -424,6 +425,7 @@ fn the_last_hop_applies_the_tenants_own_rules_and_overrides_from_control() {
                 reason: "test".into(),
             }],
             cap_subject: "campaign".into(),
+            default_state: None,
         },
     );
     pipe(

@@ -101,7 +101,7 @@ impl Scheduler {
             (
                 view.campaign(tenant, &request.campaign_id),
                 view.grid(tenant),
-                view.calling_rules(tenant),
+                view.calling_rules(tenant, &request.campaign_id),
             )
         };
         let decision_id = ids::derived("schedule_decision", request.event_id);

@@ -74,6 +74,9 @@ pub struct CallingRules {
     pub overrides: Vec<RuleOverride>,
     /// `campaign` or `tenant`.
     pub cap_subject: String,
+    /// The state whose rules apply when neither the record nor the area code says.
+    #[serde(default)]
+    pub default_state: Option<String>,
 }
 
 /// `io.callstream.events.TenantCallingRule`: a rule of the tenant's own.

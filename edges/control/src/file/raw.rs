@@ -43,8 +43,10 @@ pub(super) struct RawTenant {
     pub calling_rules: Option<RawCallingRules>,
 }
 
-/// `[tenants.<id>.calling_rules]`: rules of the tenant's own (stricter only), statutory
-/// rules it switches off (each with a reason), and what frequency caps count within.
+/// `[tenants.<id>.calling_rules]` (or a campaign's, which replaces the tenant's for that
+/// campaign): rules of the tenant's own (stricter only), statutory rules it switches off
+/// (each with a reason), what frequency caps count within, and the state whose rules apply
+/// when nothing else says where a lead is.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawCallingRules {
@@ -54,6 +56,7 @@ pub(super) struct RawCallingRules {
     pub overrides: Vec<RawOverride>,
     #[serde(default = "default_cap_subject")]
     pub cap_subject: String,
+    pub default_state: Option<String>,
 }
 
 fn default_cap_subject() -> String {
@@ -149,6 +152,7 @@ pub(super) struct RawCampaign {
     pub next_campaign: Option<String>,
     pub move_buffer_minutes: Option<i64>,
     pub completion: Option<RawCompletion>,
+    pub calling_rules: Option<RawCallingRules>,
 }
 
 impl RawCampaign {

@@ -223,6 +223,7 @@ fn calling_rules_are_read_and_checked_against_the_statutory_table() {
         r#"
 [tenants.acme.calling_rules]
 cap_subject = "tenant"
+default_state = "IL"
 [[tenants.acme.calling_rules.rules]]
 id = "tenant:7_per_7d"
 kind = "frequency_cap"
@@ -230,14 +231,35 @@ params = "max=7; window=7d"
 [[tenants.acme.calling_rules.overrides]]
 rule = "state_holiday:MS"
 reason = "counsel: Mississippi's holiday rule was repealed (memo 2026-11-02)"
+
+[tenants.acme.campaigns.collections]
+windows = [{ days = "weekdays", start = "09:00", end = "20:00" }]
+[tenants.acme.campaigns.collections.calling_rules]
+cap_subject = "campaign"
+[[tenants.acme.campaigns.collections.calling_rules.rules]]
+id = "tenant:reg_f_7_per_7d"
+kind = "frequency_cap"
+params = "max=7; window=7d"
 "#,
     )
     .unwrap();
     let rules = file.tenants["acme"].calling_rules.as_ref().unwrap();
     assert_eq!(rules.rules[0].id, "tenant:7_per_7d");
     assert_eq!(rules.cap_subject, "tenant");
+    assert_eq!(rules.default_state.as_deref(), Some("IL"));
     let key = SettingKey::new("acme", ControlSetting::CallingRules, None);
     assert_eq!(file.desired()[&key].calling_rules.as_deref(), Some(rules));
+    // A campaign's own rules, published under the campaign's key.
+    let campaign = file.tenants["acme"].campaigns["collections"]
+        .calling_rules
+        .as_ref()
+        .unwrap();
+    assert_eq!(campaign.rules[0].id, "tenant:reg_f_7_per_7d");
+    let key = SettingKey::new("acme", ControlSetting::CallingRules, Some("collections"));
+    assert_eq!(
+        file.desired()[&key].calling_rules.as_deref(),
+        Some(campaign)
+    );
 
     for (bad, says) in [
         (
@@ -255,6 +277,10 @@ reason = "counsel: Mississippi's holiday rule was repealed (memo 2026-11-02)"
         (
             "[tenants.acme.calling_rules]\ncap_subject = \"contact\"\n",
             "cap_subject",
+        ),
+        (
+            "[tenants.acme.calling_rules]\ndefault_state = \"Atlantis\"\n",
+            "default_state",
         ),
     ] {
         let found = problems(bad);

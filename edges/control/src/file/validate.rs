@@ -121,6 +121,10 @@ fn tenant_file(problems: &mut Problems, path: &str, raw: &RawTenant) -> Option<T
             .completion
             .as_ref()
             .and_then(|w| completion(problems, &format!("{c_path}.completion"), w));
+        let c_rules = c
+            .calling_rules
+            .as_ref()
+            .and_then(|r| calling_rules(problems, &format!("{c_path}.calling_rules"), r));
         if let Some(settings) = settings {
             campaigns.insert(
                 id.clone(),
@@ -128,6 +132,7 @@ fn tenant_file(problems: &mut Problems, path: &str, raw: &RawTenant) -> Option<T
                     paused: c.paused,
                     settings,
                     completion,
+                    calling_rules: c_rules,
                 },
             );
         }
@@ -180,6 +185,7 @@ fn calling_rules(
             })
             .collect(),
         cap_subject: raw.cap_subject.clone(),
+        default_state: raw.default_state.clone(),
     };
     match callstream_kit::calling_rules::TenantCallingRules::from_wire(&wire) {
         Ok(_) => Some(wire),

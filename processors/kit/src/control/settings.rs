@@ -63,6 +63,8 @@ pub enum SettingError {
     },
     #[error("calling_rules: {0}")]
     CallingRules(#[from] callstream_domain::calling_rules::RulesError),
+    #[error("calling_rules.default_state: {0:?} is not a US state or territory")]
+    DefaultState(String),
     #[error("calling_rules.cap_subject: {0:?} is neither campaign nor tenant")]
     CapSubject(String),
 }

@@ -310,14 +310,20 @@ impl ControlView<'_> {
         }
     }
 
-    /// The tenant's own calling rules, overrides and cap subject. Unset, or a value that
-    /// cannot be used (logged): the statutory rules only, per campaign — the law is kept
-    /// whatever control holds.
-    pub fn calling_rules(&self, tenant: &str) -> Arc<TenantCallingRules> {
-        match self.typed(tenant, ControlSetting::CallingRules, None) {
-            Typed::Rules(Some(rules)) => rules,
-            _ => self.table.statutory_only.clone(),
+    /// The calling rules of `campaign` of `tenant`: the campaign's own setting when it has
+    /// one, else the tenant's (rules of its own, overrides, cap subject, default state). A
+    /// value that cannot be used is skipped (logged), so an unreadable campaign setting
+    /// falls back to the tenant's; unset everywhere: the statutory rules only, per
+    /// campaign — the law is kept whatever control holds.
+    pub fn calling_rules(&self, tenant: &str, campaign: &str) -> Arc<TenantCallingRules> {
+        for scope in [Some(campaign), None] {
+            if let Typed::Rules(Some(rules)) =
+                self.typed(tenant, ControlSetting::CallingRules, scope)
+            {
+                return rules;
+            }
         }
+        self.table.statutory_only.clone()
     }
 
     /// The latest change stored under `key`, decoded (who, when, old and new value).

@@ -297,3 +297,64 @@ fn keys_are_the_schema_crate_record_keys() {
     let c = change("acme", ControlSetting::CrmWrites, None, flag(true));
     assert_eq!(SettingKey::of(&c).record_key(), c.record_key());
 }
+
+fn rules_value(cap_subject: &str, default_state: Option<&str>) -> ControlValue {
+    ControlValue {
+        calling_rules: Some(Box::new(callstream_schemas::CallingRules {
+            rules: vec![],
+            overrides: vec![],
+            cap_subject: cap_subject.into(),
+            default_state: default_state.map(str::to_owned),
+        })),
+        ..ControlValue::default()
+    }
+}
+
+/// A campaign's calling rules replace the tenant's for its calls; an unusable one falls
+/// back to the tenant's; with none anywhere, the statutory rules alone apply.
+#[test]
+fn calling_rules_are_the_campaigns_else_the_tenants() {
+    use crate::calling_rules::CapSubject;
+    let table = ControlTable::new("control");
+    let snap = snapshot(&[
+        change(
+            "acme",
+            ControlSetting::CallingRules,
+            None,
+            rules_value("campaign", Some("il")),
+        ),
+        change(
+            "acme",
+            ControlSetting::CallingRules,
+            Some("collections"),
+            rules_value("tenant", None),
+        ),
+        change(
+            "acme",
+            ControlSetting::CallingRules,
+            Some("broken"),
+            rules_value("contact", None),
+        ),
+    ]);
+    let view = table.view_of(&snap);
+    let tenant = view.calling_rules("acme", "enrol");
+    assert_eq!(
+        (tenant.cap_subject, tenant.default_state.as_deref()),
+        (CapSubject::Campaign, Some("IL"))
+    );
+    let collections = view.calling_rules("acme", "collections");
+    assert_eq!(
+        (
+            collections.cap_subject,
+            collections.default_state.as_deref()
+        ),
+        (CapSubject::Tenant, None)
+    );
+    assert_eq!(
+        view.calling_rules("acme", "broken")
+            .default_state
+            .as_deref(),
+        Some("IL")
+    );
+    assert_eq!(view.calling_rules("globex", "enrol").default_state, None);
+}
