@@ -91,11 +91,9 @@ pub async fn host<P: Processor>(
     configure: impl FnOnce(&mut RuntimeConfig),
 ) -> Result<()> {
     let app_id = spec.app_id.clone();
-    let mut config = RuntimeConfig::new(
-        KafkaSettings::from_env(format!("{app_id}-{}", args.instance_id)),
-        &app_id,
-        args.instance_id.clone(),
-    );
+    let kafka = KafkaSettings::from_env_checked(format!("{app_id}-{}", args.instance_id))
+        .context("Kafka client properties from the environment")?;
+    let mut config = RuntimeConfig::new(kafka, &app_id, args.instance_id.clone());
     config.commit.interval = std::time::Duration::from_millis(args.commit_interval_ms);
     configure(&mut config);
     let health = Health {

@@ -25,15 +25,50 @@ pub struct TopicsArgs {
     /// Partitions of every topic.
     #[arg(long, env = "CALLSTREAM_TOPIC_PARTITIONS", default_value_t = callstream_platform::topics::DEFAULT_PARTITIONS)]
     partitions: i32,
-    /// Replicas of every topic.
-    #[arg(long, env = "CALLSTREAM_REPLICATION_FACTOR", default_value_t = 1)]
+    /// Replicas of every topic (a cluster: 3).
+    #[arg(long, env = "CALLSTREAM_REPLICATION_FACTOR", default_value_t = 3)]
     replication_factor: i32,
-    /// `min.insync.replicas` of every topic.
-    #[arg(long, env = "CALLSTREAM_MIN_INSYNC_REPLICAS", default_value_t = 1)]
+    /// `min.insync.replicas` of every topic: how many replicas have a record before the
+    /// producers (acks=all) are told it is written (a cluster: 2).
+    #[arg(long, env = "CALLSTREAM_MIN_INSYNC_REPLICAS", default_value_t = 2)]
     min_insync_replicas: i32,
+    /// Allow topics whose acknowledged records may live on one broker only
+    /// (`min.insync.replicas` 1): a single-broker development stack. Never on a cluster
+    /// that holds real work.
+    #[arg(long, env = "CALLSTREAM_ALLOW_SINGLE_REPLICA")]
+    allow_single_replica: bool,
 }
 
+/// The fewest in-sync replicas that keep an acknowledged record through a broker's loss.
+pub const DURABLE_MIN_INSYNC: i32 = 2;
+
 impl TopicsArgs {
+    /// Refuses replication the producers' durability cannot rest on: `acks=all` means
+    /// "every in-sync replica has it", so with `min.insync.replicas` 1 a 202 from the
+    /// gateway can rest on one disk.
+    fn check_durability(&self) -> Result<()> {
+        let (rf, isr) = (self.replication_factor, self.min_insync_replicas);
+        if rf < 1 || isr < 1 {
+            bail!("--replication-factor and --min-insync-replicas must be at least 1 (got {rf} and {isr})");
+        }
+        if isr > rf {
+            bail!(
+                "--min-insync-replicas {isr} is more than --replication-factor {rf}: no write \
+                 could ever be acknowledged"
+            );
+        }
+        if isr < DURABLE_MIN_INSYNC && !self.allow_single_replica {
+            bail!(
+                "--min-insync-replicas {isr} lets a record the producers were told is written \
+                 (acks=all) live on one broker only, and that broker's loss loses it. On a \
+                 cluster use --replication-factor 3 --min-insync-replicas {DURABLE_MIN_INSYNC} \
+                 (the defaults); for a single-broker development stack pass \
+                 --allow-single-replica"
+            );
+        }
+        Ok(())
+    }
+
     fn topics(&self) -> Topics {
         Topics {
             prefix: self.prefix.clone(),
@@ -63,13 +98,21 @@ pub async fn run(command: TopicsCommand) -> Result<()> {
             }
             Ok(())
         }
-        TopicsCommand::Create(args) => apply(&args, true).await,
+        TopicsCommand::Create(args) => {
+            args.check_durability()?;
+            apply(&args, true).await
+        }
         TopicsCommand::Check(args) => apply(&args, false).await,
     }
 }
 
 async fn apply(args: &TopicsArgs, create: bool) -> Result<()> {
-    let settings = KafkaSettings::new(&args.bootstrap_servers, "callstream-topics");
+    // The cluster named here, with the environment's client properties (TLS, SASL).
+    let mut settings = KafkaSettings::from_env_checked("callstream-topics")
+        .context("Kafka client properties from the environment")?;
+    settings
+        .bootstrap_servers
+        .clone_from(&args.bootstrap_servers);
     let specs = args.topics().specs();
     let report = if create {
         admin::ensure_topics(&settings, &specs).await

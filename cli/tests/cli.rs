@@ -55,3 +55,56 @@ fn an_unknown_subcommand_is_refused_with_a_usage_error() {
     let text = String::from_utf8(out.stderr).unwrap();
     assert!(text.contains("no-such-role"), "{text}");
 }
+
+/// `topics create` refuses replication a producer's `acks=all` cannot rest on before it
+/// connects anywhere (the address here answers nothing), and says how to mean it.
+#[test]
+fn topics_create_refuses_single_replica_durability_unless_told() {
+    let unreachable = ["--bootstrap-servers", "127.0.0.1:1"];
+    let refused = |extra: &[&str], says: &str| {
+        let mut args = vec!["topics", "create"];
+        args.extend_from_slice(&unreachable);
+        args.extend_from_slice(extra);
+        let out = Command::new(env!("CARGO_BIN_EXE_callstream"))
+            .args(&args)
+            .env_remove("CALLSTREAM_REPLICATION_FACTOR")
+            .env_remove("CALLSTREAM_MIN_INSYNC_REPLICAS")
+            .env_remove("CALLSTREAM_ALLOW_SINGLE_REPLICA")
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{args:?}");
+        let text = String::from_utf8(out.stderr).unwrap();
+        assert!(text.contains(says), "{args:?}: {text}");
+    };
+    refused(
+        &["--replication-factor", "1", "--min-insync-replicas", "1"],
+        "--allow-single-replica",
+    );
+    refused(
+        &["--replication-factor", "2", "--min-insync-replicas", "3"],
+        "no write",
+    );
+}
+
+/// A `KAFKA_<PROPERTY>` variable naming what the guarantees rest on stops a command that
+/// connects, naming the variable.
+#[test]
+fn a_kafka_variable_that_would_change_acks_is_refused_by_name() {
+    let out = Command::new(env!("CARGO_BIN_EXE_callstream"))
+        .args([
+            "topics",
+            "create",
+            "--allow-single-replica",
+            "--bootstrap-servers",
+            "127.0.0.1:1",
+        ])
+        .env("KAFKA_ACKS", "1")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let text = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        text.contains("KAFKA_ACKS") && text.contains("acks"),
+        "{text}"
+    );
+}

@@ -1,16 +1,47 @@
 //! Kafka client settings, in one place, so that every producer partitions
 //! like the Java clients (`murmur2_random`), every producer is idempotent
-//! with `acks=all`, and every consumer reads only committed data.
+//! with `acks=all`, and every consumer reads only committed data. Anything
+//! else a cluster needs (TLS, SASL, timeouts) comes from `KAFKA_<PROPERTY>`
+//! variables: see [`properties`].
 
 use rdkafka::ClientConfig;
 
-/// Where the cluster is and how we name ourselves to it.
-#[derive(Debug, Clone)]
+pub mod properties;
+
+pub use properties::PropertyError;
+
+/// Where the cluster is, how we name ourselves to it, and the librdkafka properties the
+/// deployment adds (security and tuning; never what the guarantees rest on).
+#[derive(Clone)]
 pub struct KafkaSettings {
     /// Comma-separated `host:port` list (`KAFKA_BOOTSTRAP_SERVERS`).
     pub bootstrap_servers: String,
     /// Reported to the broker as `client.id`; shows up in broker logs and quotas.
     pub client_id: String,
+    /// librdkafka properties from `KAFKA_<PROPERTY>` variables, applied to every client.
+    pub properties: Vec<(String, String)>,
+}
+
+impl std::fmt::Debug for KafkaSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let properties: Vec<(&str, &str)> = self
+            .properties
+            .iter()
+            .map(|(k, v)| {
+                let shown = if properties::is_secret(k) {
+                    "<redacted>"
+                } else {
+                    v
+                };
+                (k.as_str(), shown)
+            })
+            .collect();
+        f.debug_struct("KafkaSettings")
+            .field("bootstrap_servers", &self.bootstrap_servers)
+            .field("client_id", &self.client_id)
+            .field("properties", &properties)
+            .finish()
+    }
 }
 
 /// The default bootstrap address of the dev stack (`cargo xtask up`).
@@ -21,14 +52,31 @@ impl KafkaSettings {
         Self {
             bootstrap_servers: bootstrap_servers.into(),
             client_id: client_id.into(),
+            properties: Vec::new(),
         }
     }
 
-    /// Reads `KAFKA_BOOTSTRAP_SERVERS`, falling back to the dev stack's address.
-    pub fn from_env(client_id: impl Into<String>) -> Self {
+    /// Reads `KAFKA_BOOTSTRAP_SERVERS` (falling back to the dev stack's address) and every
+    /// `KAFKA_<PROPERTY>` variable; a variable that cannot be used is an error that names it.
+    /// What services start with.
+    pub fn from_env_checked(client_id: impl Into<String>) -> Result<Self, PropertyError> {
         let servers = std::env::var("KAFKA_BOOTSTRAP_SERVERS")
             .unwrap_or_else(|_| DEFAULT_BOOTSTRAP_SERVERS.to_string());
-        Self::new(servers, client_id)
+        let mut settings = Self::new(servers, client_id);
+        settings.properties = properties::from_vars(std::env::vars())?;
+        Ok(settings)
+    }
+
+    /// [`Self::from_env_checked`] for tools and tests: a variable that cannot be used is
+    /// logged and left out.
+    pub fn from_env(client_id: impl Into<String>) -> Self {
+        let client_id = client_id.into();
+        Self::from_env_checked(client_id.clone()).unwrap_or_else(|error| {
+            tracing::error!(%error, "Kafka client properties from the environment left out");
+            let servers = std::env::var("KAFKA_BOOTSTRAP_SERVERS")
+                .unwrap_or_else(|_| DEFAULT_BOOTSTRAP_SERVERS.to_string());
+            Self::new(servers, client_id)
+        })
     }
 
     /// Settings every client shares.
@@ -40,7 +88,16 @@ impl KafkaSettings {
             // Loopback clusters answer in microseconds; don't wait 100 ms to reconnect.
             .set("reconnect.backoff.ms", "50")
             .set("reconnect.backoff.max.ms", "2000");
+        self.add_properties(&mut config);
         config
+    }
+
+    /// The deployment's properties, set last so they win over our tuning defaults (none
+    /// of them can name a protected property: see [`properties::PROTECTED`]).
+    fn add_properties(&self, config: &mut ClientConfig) {
+        for (property, value) in &self.properties {
+            config.set(property, value);
+        }
     }
 
     /// A durable, idempotent producer: a record is acknowledged only once all
@@ -54,6 +111,7 @@ impl KafkaSettings {
             .set("partitioner", "murmur2_random")
             .set("linger.ms", "2")
             .set("compression.type", "lz4");
+        self.add_properties(&mut config);
         config
     }
 
@@ -71,6 +129,7 @@ impl KafkaSettings {
             // librdkafka's default (100 ms) then adds a whole commit interval to every other
             // transaction; Java's producer retries that case after 20 ms for the same reason.
             .set("retry.backoff.ms", "10");
+        self.add_properties(&mut config);
         config
     }
 
@@ -88,6 +147,7 @@ impl KafkaSettings {
             .set("enable.partition.eof", "false")
             .set("session.timeout.ms", "10000")
             .set("heartbeat.interval.ms", "1000");
+        self.add_properties(&mut config);
         config
     }
 }

@@ -67,6 +67,8 @@ impl TopicSpec {
             ("cleanup.policy", cleanup.to_string()),
             ("retention.ms", retention.to_string()),
             ("min.insync.replicas", self.min_insync_replicas.to_string()),
+            // An out-of-sync replica never becomes leader: it may lack acknowledged records.
+            ("unclean.leader.election.enable", "false".to_owned()),
         ]
     }
 }

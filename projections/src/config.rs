@@ -91,11 +91,9 @@ impl ProjectionsConfig {
             .get("DATABASE_URL")
             .unwrap_or_else(|| DEFAULT_DATABASE_URL.to_string());
         let topics = settings.topics().map_err(config_error)?;
-        let mut config = Self::new(
-            database_url,
-            KafkaSettings::from_env("callstream-projections"),
-            topics,
-        );
+        let kafka = KafkaSettings::from_env_checked("callstream-projections")
+            .map_err(|e| ProjectionError::Config(e.to_string()))?;
+        let mut config = Self::new(database_url, kafka, topics);
         if let Some(list) = settings.get("CALLSTREAM_PROJECTIONS_VIEWS") {
             config.views = parse_views(&list)?;
         }

@@ -77,7 +77,17 @@ pub fn run_topics_create(layout: &Layout) -> Result<Topics> {
         return Ok(Topics::Unsupported);
     }
     let status = Command::new(&bin)
-        .args(["topics", "create", "--bootstrap-servers"])
+        // One broker: one replica, and nothing to lose a broker to.
+        .args([
+            "topics",
+            "create",
+            "--replication-factor",
+            "1",
+            "--min-insync-replicas",
+            "1",
+            "--allow-single-replica",
+            "--bootstrap-servers",
+        ])
         .arg(layout::kafka_bootstrap())
         .envs(stack_env(layout))
         .current_dir(&layout.repo)

@@ -38,8 +38,14 @@ pub struct ConnectionArgs {
 }
 
 impl ConnectionArgs {
+    /// The cluster named here, with the `KAFKA_<PROPERTY>` client properties of the
+    /// environment (TLS, SASL).
     pub fn kafka(&self) -> KafkaSettings {
-        KafkaSettings::new(&self.bootstrap_servers, "callstream-control")
+        let mut settings = KafkaSettings::from_env("callstream-control");
+        settings
+            .bootstrap_servers
+            .clone_from(&self.bootstrap_servers);
+        settings
     }
 
     pub fn control_topic(&self) -> String {

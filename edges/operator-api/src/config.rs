@@ -123,11 +123,14 @@ impl OperatorApiConfig {
             value: e.value,
             problem: "not a positive whole number",
         })?;
-        let mut config = Self::new(
-            database_url,
-            KafkaSettings::from_env("callstream-operator-api"),
-            topics,
-        );
+        let kafka = KafkaSettings::from_env_checked("callstream-operator-api").map_err(|e| {
+            ConfigError {
+                name: "KAFKA_*",
+                value: e.to_string(),
+                problem: "not a usable Kafka client property",
+            }
+        })?;
+        let mut config = Self::new(database_url, kafka, topics);
         if let Some(value) = get("CALLSTREAM_OPERATOR_API_LISTEN") {
             config.listen = value.parse().map_err(|_| ConfigError {
                 name: "CALLSTREAM_OPERATOR_API_LISTEN",

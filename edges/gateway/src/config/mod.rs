@@ -212,7 +212,8 @@ impl GatewayConfig {
                 })?
             }
         };
-        let kafka = KafkaSettings::from_env("callstream-gateway");
+        let kafka = KafkaSettings::from_env_checked("callstream-gateway")
+            .map_err(|e| ConfigError::Invalid(e.to_string()))?;
         let mut config = file.resolve(kafka, Topics::from_env()?, &EnvLookup)?;
         config.apply_env(&EnvLookup)?;
         config.validate()?;

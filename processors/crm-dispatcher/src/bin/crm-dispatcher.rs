@@ -21,11 +21,9 @@ fn main() -> Result<()> {
     let app_id = std::env::var("CALLSTREAM_APP_ID").unwrap_or_else(|_| crm::APP_ID.into());
     let instance = std::env::var("CALLSTREAM_INSTANCE_ID").unwrap_or_else(|_| "0".into());
     let spec = crm::spec(&config.topics, &app_id);
-    let mut runtime = RuntimeConfig::new(
-        KafkaSettings::from_env(format!("{app_id}-{instance}")),
-        &app_id,
-        instance,
-    );
+    let kafka = KafkaSettings::from_env_checked(format!("{app_id}-{instance}"))
+        .context("Kafka client properties from the environment")?;
+    let mut runtime = RuntimeConfig::new(kafka, &app_id, instance);
     let settings = Settings::env();
     runtime.transaction_timeout = settings.millis(
         "CALLSTREAM_TRANSACTION_TIMEOUT_MS",

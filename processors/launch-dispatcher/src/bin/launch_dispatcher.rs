@@ -20,11 +20,9 @@ fn main() -> Result<()> {
     let instance = std::env::args().nth(1).unwrap_or_else(|| "0".into());
     let app = std::env::var("CALLSTREAM_DISPATCH_APP_ID").unwrap_or_else(|_| APP_ID.into());
     let config = DispatcherConfig::from_env().context("reading the dispatcher configuration")?;
-    let mut runtime = RuntimeConfig::new(
-        KafkaSettings::from_env(format!("{app}-{instance}")),
-        &app,
-        &instance,
-    );
+    let kafka = KafkaSettings::from_env_checked(format!("{app}-{instance}"))
+        .context("Kafka client properties from the environment")?;
+    let mut runtime = RuntimeConfig::new(kafka, &app, &instance);
     let settings = Settings::env();
     runtime.transaction_timeout = settings.millis(
         "CALLSTREAM_RUNTIME_TRANSACTION_TIMEOUT_MS",
