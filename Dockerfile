@@ -15,16 +15,17 @@ ARG DEBIAN_SUITE=trixie
 
 FROM rust:${RUST_VERSION}-${DEBIAN_SUITE} AS builder
 # librdkafka is built from rdkafka-sys's bundled sources with its own `./configure` (a bash
-# script) and `make`, then linked statically. The workspace enables only rdkafka's default
-# `libz` feature (no ssl, sasl, zstd, curl or cmake-build), so the build needs a C and C++
-# toolchain, make, and zlib's headers (found with pkg-config; the binary then links the
-# system libz.so.1); python3 is run by librdkafka's Makefile (version string, linker script).
-# No cmake, no perl, no OpenSSL. The full rust image has most of these already; naming them
-# keeps the build working if its base changes. Versions are the suite's (not pinned one by
+# script) and `make`, then linked statically, with `libz`, `zstd` (bundled zstd sources) and
+# `ssl-vendored`: OpenSSL is built from source too (openssl-src, whose Configure is perl), so
+# the image needs no libssl. The build needs a C and C++ toolchain, make, perl, and zlib's
+# headers (found with pkg-config; the binary then links the system libz.so.1); python3 is run
+# by librdkafka's Makefile (version string, linker script). No cmake, no Cyrus SASL (SCRAM,
+# PLAIN and OAUTHBEARER are librdkafka's own). The full rust image has most of these
+# already; naming them keeps the build working if its base changes. Versions are the suite's (not pinned one by
 # one: Debian replaces them with security fixes, and a pin would then fail the build).
 # hadolint ignore=DL3008
 RUN apt-get update \
- && apt-get install -y --no-install-recommends build-essential pkg-config zlib1g-dev python3 \
+ && apt-get install -y --no-install-recommends build-essential pkg-config zlib1g-dev python3 perl \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
