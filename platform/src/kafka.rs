@@ -6,8 +6,10 @@
 
 use rdkafka::ClientConfig;
 
+pub mod check;
 pub mod properties;
 
+pub use check::{check_connection, ConnectionError};
 pub use properties::PropertyError;
 
 /// Where the cluster is, how we name ourselves to it, and the librdkafka properties the
