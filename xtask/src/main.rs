@@ -35,7 +35,8 @@ use layout::Layout;
     bin_name = "cargo xtask",
     about = "Developer commands of callstream: the local Kafka + Postgres stack, tests, demo, benchmarks, fuzzing",
     after_help = "State lives in <repo>/.stack/. Kafka: 127.0.0.1:9092 (log .stack/kafka/kafka.log). \
-                  Postgres: postgres://postgres@127.0.0.1:5432/callstream (log .stack/postgres/postgres.log)."
+                  Postgres: postgres://postgres@127.0.0.1:5432/callstream (log .stack/postgres/postgres.log). \
+                  The three-broker cluster (`up --cluster`): 127.0.0.1:19094-19096, SASL_SSL, state in .stack/cluster/."
 )]
 struct Cli {
     #[command(subcommand)]

@@ -76,6 +76,18 @@ pub fn signal_and_wait(pid: u32, signal: &str, grace: Duration) -> Result<bool> 
     Ok(!is_alive(pid))
 }
 
+/// Waits up to `grace` for the process to end; false when it is still alive afterwards.
+pub fn wait_gone(pid: u32, grace: Duration) -> bool {
+    let deadline = Instant::now() + grace;
+    while Instant::now() < deadline {
+        if !is_alive(pid) {
+            return true;
+        }
+        sleep(Duration::from_millis(200));
+    }
+    !is_alive(pid)
+}
+
 /// True when something accepts TCP connections on the address.
 pub fn port_answers(addr: SocketAddr) -> bool {
     TcpStream::connect_timeout(&addr, Duration::from_millis(500)).is_ok()

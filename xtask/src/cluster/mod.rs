@@ -12,6 +12,8 @@
 //! truth: a row removed from it is removed from the cluster).
 
 pub mod acls;
+#[cfg(test)]
+mod check_tests;
 pub mod config;
 pub mod tls;
 
@@ -117,6 +119,14 @@ pub fn write_private(path: &Path, text: &str) -> Result<()> {
     Ok(())
 }
 
+/// Makes a directory only its owner can enter (secrets, client settings, the broker key).
+fn private_dir(dir: &Path) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    fs::set_permissions(dir, fs::Permissions::from_mode(0o700))?;
+    Ok(())
+}
+
 fn password_file(layout: &Layout, user: &str) -> PathBuf {
     layout.cluster_secrets().join(format!("{user}.password"))
 }
@@ -166,7 +176,7 @@ fn base64url(bytes: &[u8]) -> String {
 /// Reads every user's password, making the missing ones. A formatted cluster already has its
 /// SCRAM users, so a password missing then cannot be made up: that asks for a reset.
 fn ensure_passwords(layout: &Layout, formatted: bool) -> Result<Vec<(&'static str, String)>> {
-    fs::create_dir_all(layout.cluster_secrets())?;
+    private_dir(&layout.cluster_secrets())?;
     let mut out = Vec::new();
     let mut made = 0;
     for user in acls::users() {
@@ -346,7 +356,13 @@ fn wait_and_apply_acls(
     .arg(kafka::classpath(layout))
     .arg(layout.kafka_assets().join("ClusterAdmin.java"))
     .arg(client_file(layout, acls::ADMIN))
-    .arg(NODES.len().to_string())
+    .arg(
+        NODES
+            .iter()
+            .map(u16::to_string)
+            .collect::<Vec<_>>()
+            .join(","),
+    )
     .arg(READY_TIMEOUT.as_secs().to_string())
     .arg(acl_file(layout))
     .stdin(Stdio::null())
@@ -393,6 +409,8 @@ pub fn up(layout: &Layout) -> Result<()> {
 
     let nodes = Node::all(layout);
     let tls_files = TlsFiles::in_dir(&layout.cluster_tls());
+    // ca.pem is public, but the directory holds the broker key too.
+    private_dir(&layout.cluster_tls())?;
     if !tls_files.exist() {
         println!(
             "cluster: generating certificates (a CA, and a broker certificate for IP:127.0.0.1 \
@@ -408,7 +426,7 @@ pub fn up(layout: &Layout) -> Result<()> {
 
     let any_formatted = nodes.iter().any(Node::formatted);
     let users = ensure_passwords(layout, any_formatted)?;
-    fs::create_dir_all(layout.cluster_clients())?;
+    private_dir(&layout.cluster_clients())?;
     for (user, password) in &users {
         write_private(
             &client_file(layout, user),
@@ -483,7 +501,7 @@ pub fn down(layout: &Layout) -> Result<()> {
     }
     let mut failed = Vec::new();
     for (node, pid) in &running {
-        if !procs::signal_and_wait(*pid, "0", STOP_GRACE)? {
+        if !procs::wait_gone(*pid, STOP_GRACE) {
             println!(
                 "cluster: broker {} (pid {pid}) ignored TERM for {STOP_GRACE:?}; killing it",
                 node.id
