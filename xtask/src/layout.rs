@@ -80,6 +80,27 @@ impl Layout {
         self.kafka_dir().join("kafka.pid")
     }
 
+    /// The three-broker cluster (`up --cluster`): its own data, certificates, secrets and
+    /// client settings; it runs from the same jars (`kafka_libs`).
+    pub fn cluster_dir(&self) -> PathBuf {
+        self.stack.join("cluster")
+    }
+    /// One node's directory: `server.properties`, `data/`, `kafka.log`, `kafka.pid`.
+    pub fn cluster_node(&self, node: u16) -> PathBuf {
+        self.cluster_dir().join(format!("node-{node}"))
+    }
+    pub fn cluster_tls(&self) -> PathBuf {
+        self.cluster_dir().join("tls")
+    }
+    /// `<user>.password`, mode 0600.
+    pub fn cluster_secrets(&self) -> PathBuf {
+        self.cluster_dir().join("secrets")
+    }
+    /// `<user>.properties`: Java client settings (`--command-config`), mode 0600.
+    pub fn cluster_clients(&self) -> PathBuf {
+        self.cluster_dir().join("clients")
+    }
+
     pub fn postgres_dir(&self) -> PathBuf {
         self.stack.join("postgres")
     }

@@ -7,6 +7,7 @@
 mod area_codes;
 mod cargo_cmds;
 mod clock_rule;
+mod cluster;
 mod debian;
 mod fuzz;
 mod kafka;
@@ -34,7 +35,8 @@ use layout::Layout;
     bin_name = "cargo xtask",
     about = "Developer commands of callstream: the local Kafka + Postgres stack, tests, demo, benchmarks, fuzzing",
     after_help = "State lives in <repo>/.stack/. Kafka: 127.0.0.1:9092 (log .stack/kafka/kafka.log). \
-                  Postgres: postgres://postgres@127.0.0.1:5432/callstream (log .stack/postgres/postgres.log)."
+                  Postgres: postgres://postgres@127.0.0.1:5432/callstream (log .stack/postgres/postgres.log). \
+                  The three-broker cluster (`up --cluster`): 127.0.0.1:19094-19096, SASL_SSL, state in .stack/cluster/."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -49,18 +51,39 @@ enum Cmd {
     /// Fetches the Kafka jars with mvn on first use (cached in .stack/kafka/libs and ~/.m2),
     /// installs PostgreSQL from Debian's packages when missing, and reuses a Kafka or Postgres
     /// that already answers on those ports (without ever stopping it).
+    ///
+    /// `--cluster` starts instead a three-broker KRaft cluster from the same jars, beside the
+    /// single broker and apart from it: clients on 127.0.0.1:19094-19096 with SASL_SSL and
+    /// SCRAM-SHA-512 (a user per service, passwords in .stack/cluster/secrets/), mutual TLS
+    /// between brokers (19194-19196) and controllers (19294-19296), ACLs from
+    /// xtask/src/cluster/acls.rs, replication factor 3 and min.insync.replicas 2. Certificates,
+    /// passwords and client settings (.stack/cluster/clients/<user>.properties) are made at
+    /// first start. Needs a JDK (ClusterAdmin.java runs from source).
     Up {
         /// Do not build `callstream` and run `callstream topics create`.
         #[arg(long)]
         no_topics: bool,
+        /// Start the three-broker cluster (and nothing else).
+        #[arg(long, conflicts_with = "no_topics")]
+        cluster: bool,
     },
     /// Stop what `up` started (by pid); servers that xtask did not start are left alone.
-    Down,
-    /// Say what runs: each service, its address, pid and log.
+    Down {
+        /// Stop the three-broker cluster instead of the single-broker stack.
+        #[arg(long)]
+        cluster: bool,
+    },
+    /// Say what runs: each service, its address, pid and log; the cluster's brokers and where
+    /// its clients' settings are.
     Status,
     /// Stop the stack and delete its data (Kafka logs, the Postgres cluster); the fetched jars
     /// stay, so the next `up` starts from empty storage without downloading.
-    Reset,
+    Reset {
+        /// Stop the three-broker cluster and delete .stack/cluster (data, certificates,
+        /// passwords); the jars stay.
+        #[arg(long)]
+        cluster: bool,
+    },
     /// Check the layering (no service under processors/, edges/ or sims/ depends on another
     /// one outside dev-dependencies; `test` checks it first), then bring the stack up, build
     /// every test of the workspace once, run the test binaries
@@ -176,7 +199,8 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let layout = Layout::discover();
     let result = match cli.command {
-        Cmd::Up { no_topics } => stack::up(&layout).map(|()| {
+        Cmd::Up { cluster: true, .. } => cluster::up(&layout),
+        Cmd::Up { no_topics, .. } => stack::up(&layout).map(|()| {
             // The stack is up either way; a broken build must not make `up` fail.
             if !no_topics {
                 if let Err(e) = cargo_cmds::create_topics(&layout) {
@@ -184,12 +208,15 @@ fn main() -> ExitCode {
                 }
             }
         }),
-        Cmd::Down => stack::down(&layout),
+        Cmd::Down { cluster: true } => cluster::down(&layout),
+        Cmd::Down { cluster: false } => stack::down(&layout),
         Cmd::Status => {
             stack::status(&layout);
+            cluster::print_status(&layout);
             Ok(())
         }
-        Cmd::Reset => stack::reset(&layout),
+        Cmd::Reset { cluster: true } => cluster::reset(&layout),
+        Cmd::Reset { cluster: false } => stack::reset(&layout),
         Cmd::Test { args } => test_runner::test(&layout, &args),
         Cmd::Demo { args } => cargo_cmds::demo(&layout, &args),
         Cmd::Soak { args } => soak::run(&layout, &args),

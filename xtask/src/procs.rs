@@ -32,6 +32,18 @@ pub fn is_alive(pid: u32) -> bool {
     cmdline(pid).is_some()
 }
 
+/// Whether `pid` exists and has not exited (is not a zombie), from /proc/<pid>/stat. Unlike
+/// `is_alive` it does not read the command line, which is briefly empty while a process execs.
+pub fn is_running(pid: u32) -> bool {
+    let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    // `pid (comm) state ...`; comm may hold spaces and parentheses, the state follows the last ')'.
+    stat.rsplit_once(')')
+        .and_then(|(_, rest)| rest.split_whitespace().next())
+        .is_some_and(|state| state != "Z" && state != "X")
+}
+
 /// Reads a pid file; None when it is absent or does not hold a number.
 pub fn read_pid(path: &Path) -> Option<u32> {
     fs::read_to_string(path)
@@ -62,6 +74,18 @@ pub fn signal_and_wait(pid: u32, signal: &str, grace: Duration) -> Result<bool> 
         sleep(Duration::from_millis(200));
     }
     Ok(!is_alive(pid))
+}
+
+/// Waits up to `grace` for the process to end; false when it is still alive afterwards.
+pub fn wait_gone(pid: u32, grace: Duration) -> bool {
+    let deadline = Instant::now() + grace;
+    while Instant::now() < deadline {
+        if !is_alive(pid) {
+            return true;
+        }
+        sleep(Duration::from_millis(200));
+    }
+    !is_alive(pid)
 }
 
 /// True when something accepts TCP connections on the address.

@@ -21,9 +21,14 @@ pub struct StackLock {
 
 impl StackLock {
     pub fn acquire(layout: &Layout) -> Result<Self> {
-        fs::create_dir_all(&layout.stack)
-            .with_context(|| format!("creating {}", layout.stack.display()))?;
-        let dir = layout.stack.join("xtask.lock");
+        Self::acquire_in(&layout.stack)
+    }
+
+    /// The lock of the state under `parent` (the cluster has its own, so it never waits for a
+    /// test run holding the single-broker stack's).
+    pub fn acquire_in(parent: &std::path::Path) -> Result<Self> {
+        fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+        let dir = parent.join("xtask.lock");
         let pid_file = dir.join("pid");
         let deadline = Instant::now() + LOCK_WAIT;
         let mut told = false;

@@ -188,7 +188,7 @@ pub fn up(layout: &Layout) -> Result<()> {
 /// `setsid java ...`: a new session, so the broker survives the terminal or CI step that ran
 /// xtask. setsid(1) execs in place when its caller is not a group leader (our child never is),
 /// so the pid we record is the JVM's.
-fn detached(java: &std::path::Path) -> Command {
+pub(crate) fn detached(java: &std::path::Path) -> Command {
     match procs::which("setsid") {
         Some(setsid) => {
             let mut cmd = Command::new(setsid);
@@ -204,7 +204,7 @@ fn detached(java: &std::path::Path) -> Command {
     }
 }
 
-fn classpath(layout: &Layout) -> String {
+pub(crate) fn classpath(layout: &Layout) -> String {
     format!("{}/*", layout.kafka_libs().display())
 }
 
