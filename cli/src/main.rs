@@ -2,6 +2,7 @@
 //! one artefact is built, shipped and versioned.
 
 mod demo;
+mod kafka_check;
 #[cfg(test)]
 mod metrics_catalog;
 mod process_cmd;
@@ -10,6 +11,7 @@ mod topics_cmd;
 mod views_cmd;
 
 use anyhow::{Context, Result};
+use callstream_platform::topics;
 use clap::{Parser, Subcommand};
 
 /// callstream: an event-sourced workflow engine for outbound voice calling, on Kafka.
@@ -122,6 +124,13 @@ async fn main() -> Result<()> {
                 None => callstream_gateway::GatewayConfig::from_env(),
             }
             .context("loading the gateway configuration")?;
+            kafka_check::refuse_misconfigured(
+                "the gateway",
+                &config.kafka,
+                &config.topics,
+                &[topics::CALL_EVENTS, topics::CONTACT_COMMANDS],
+            )
+            .await?;
             callstream_gateway::run(config, signals::shutdown_signal())
                 .await
                 .context("gateway failed")

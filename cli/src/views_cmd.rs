@@ -8,6 +8,7 @@
 use anyhow::{Context, Result};
 use callstream_operator_api::Role;
 use callstream_platform::clock::{Clock as _, SystemClock};
+use callstream_platform::topics;
 use chrono::{DateTime, Utc};
 use clap::{Args, Subcommand};
 
@@ -32,6 +33,8 @@ enum ProjectionsCommand {
 pub async fn projections(args: ProjectionsArgs) -> Result<()> {
     let config = callstream_projections::ProjectionsConfig::from_env()
         .context("reading the projections' configuration")?;
+    crate::kafka_check::refuse_misconfigured("the projections", &config.kafka, &config.topics, &[])
+        .await?;
     match args.command {
         None => callstream_projections::run(config, crate::signals::shutdown_signal())
             .await
@@ -62,6 +65,13 @@ pub async fn projections(args: ProjectionsArgs) -> Result<()> {
 pub async fn operator_api() -> Result<()> {
     let config = callstream_operator_api::OperatorApiConfig::from_env()
         .context("reading the operator API's configuration")?;
+    crate::kafka_check::refuse_misconfigured(
+        "the operator API",
+        &config.kafka,
+        &config.topics,
+        &[topics::CONTACT_COMMANDS, topics::CONTROL],
+    )
+    .await?;
     callstream_operator_api::run(config, crate::signals::shutdown_signal())
         .await
         .context("operator API failed")

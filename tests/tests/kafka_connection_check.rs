@@ -47,3 +47,63 @@ fn tls_asked_of_a_plaintext_listener_is_named_a_tls_failure() {
     assert!(matches!(err, ConnectionError::Tls { .. }), "{err}");
     assert!(err.to_string().contains("KAFKA_SSL_CA_LOCATION"), "{err}");
 }
+
+/// On the three-broker SASL_SSL cluster (`cargo xtask up --cluster`; its directory in
+/// `CALLSTREAM_CLUSTER_DIR`, default `.stack/cluster`): the right credentials pass for a
+/// topic the principal may use; a wrong password is named an authentication failure, a
+/// client without the cluster's CA a TLS failure, and a topic without an ACL is named as
+/// not authorized. Run with `-- --ignored` once the cluster is up.
+#[test]
+#[ignore = "needs `cargo xtask up --cluster`"]
+fn on_the_cluster_credentials_certificates_and_acls_are_named() -> Result<()> {
+    let dir = std::env::var("CALLSTREAM_CLUSTER_DIR").map_or_else(
+        |_| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../.stack/cluster"),
+        std::path::PathBuf::from,
+    );
+    let password = std::fs::read_to_string(dir.join("secrets/gateway.password"))?;
+    let ca = dir.join("tls/ca.pem").display().to_string();
+    let cluster = |password: &str, ca: Option<&str>| {
+        let mut settings = KafkaSettings::new(
+            "127.0.0.1:19094,127.0.0.1:19095,127.0.0.1:19096",
+            "connection-check-test",
+        );
+        settings.properties = vec![
+            ("security.protocol".into(), "SASL_SSL".into()),
+            ("sasl.mechanism".into(), "SCRAM-SHA-512".into()),
+            ("sasl.username".into(), "gateway".into()),
+            ("sasl.password".into(), password.trim().to_owned()),
+        ];
+        if let Some(ca) = ca {
+            settings
+                .properties
+                .push(("ssl.ca.location".into(), ca.to_owned()));
+        }
+        settings
+    };
+    let timeout = Duration::from_secs(10);
+    check_connection(&cluster(&password, Some(&ca)), &[], timeout)?;
+
+    let err = check_connection(&cluster("wrong", Some(&ca)), &[], timeout).unwrap_err();
+    assert!(
+        matches!(err, ConnectionError::Authentication { .. }),
+        "{err}"
+    );
+    println!("{err}");
+    let err = check_connection(&cluster(&password, None), &[], timeout).unwrap_err();
+    assert!(matches!(err, ConnectionError::Tls { .. }), "{err}");
+    println!("{err}");
+    let err = check_connection(
+        &cluster(&password, Some(&ca)),
+        &["schedule-events".to_owned()],
+        timeout,
+    )
+    .unwrap_err();
+    assert_eq!(
+        err,
+        ConnectionError::TopicNotAuthorized {
+            topic: "schedule-events".into()
+        }
+    );
+    println!("{err}");
+    Ok(())
+}

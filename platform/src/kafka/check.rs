@@ -92,10 +92,28 @@ pub fn check_connection(
         producer.poll(Duration::from_millis(100));
         classify(&servers, &reports, fallback)
     };
-    let metadata = producer
-        .client()
-        .fetch_metadata(None, timeout)
-        .map_err(|e| cause(&producer, e.to_string()))?;
+    // Asked in short rounds: a TLS or credentials failure is final at the first report, while
+    // a cluster that is slow to answer gets the whole `timeout`.
+    let deadline = std::time::Instant::now() + timeout;
+    let metadata = loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match producer
+            .client()
+            .fetch_metadata(None, left.min(Duration::from_secs(2)))
+        {
+            Ok(metadata) => break metadata,
+            Err(e) => {
+                let found = cause(&producer, e.to_string());
+                let settled = matches!(
+                    found,
+                    ConnectionError::Tls { .. } | ConnectionError::Authentication { .. }
+                );
+                if settled || std::time::Instant::now() >= deadline {
+                    return Err(found);
+                }
+            }
+        }
+    };
     if metadata.brokers().is_empty() {
         return Err(cause(&producer, "the cluster reported no brokers".into()));
     }

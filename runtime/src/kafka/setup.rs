@@ -4,12 +4,18 @@
 
 use std::collections::HashMap;
 
+use std::time::Duration;
+
 use callstream_platform::admin::{self, AdminError};
+use callstream_platform::kafka::{check_connection, ConnectionError};
 use callstream_platform::topics::{TopicKind, Topics};
 
 use super::config::RuntimeConfig;
 use crate::error::RuntimeError;
 use crate::spec::ProcessorSpec;
+
+/// How long each question of the connection check may take.
+const CHECK_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// What start-up found.
 pub(crate) struct Prepared {
@@ -32,6 +38,17 @@ pub(crate) fn prepare_topics(
     let admin_error = |e: AdminError| refuse(e.to_string());
     if spec.inputs.is_empty() {
         return Err(refuse("the processor has no input topics".into()));
+    }
+    // Reach the cluster as the processor's clients will: TLS, credentials and ACLs named.
+    let topics: Vec<String> = spec
+        .inputs
+        .iter()
+        .chain(&spec.global_tables)
+        .cloned()
+        .collect();
+    match check_connection(&config.kafka, &topics, CHECK_TIMEOUT) {
+        Ok(()) | Err(ConnectionError::TopicMissing { .. }) => {}
+        Err(e) => return Err(refuse(e.to_string())),
     }
     let client = admin::admin_client(&config.kafka).map_err(admin_error)?;
     let counts =
