@@ -124,7 +124,16 @@ pub fn test(layout: &Layout, args: &[String]) -> Result<()> {
     if args.soak && layout.callstream_bin().is_file() {
         // The whole pipeline as processes, on the scaled clock, every role killed once: a
         // broken invariant fails CI. Alone, as it runs a dozen processes of its own.
-        match std::env::current_exe() {
+        // A test that runs `cargo xtask` (to stop and start a server) may have rebuilt this
+        // very binary meanwhile: then the one on disk is the one to start.
+        let current = std::env::current_exe().map(|exe| {
+            if exe.is_file() {
+                exe
+            } else {
+                layout.repo.join("target").join("debug").join("xtask")
+            }
+        });
+        match current {
             Ok(xtask) => {
                 let mut command = Command::new(xtask);
                 command.args(["soak", "--short"]).current_dir(&layout.repo);
