@@ -60,6 +60,32 @@ pub fn create_topics(layout: &Layout) -> Result<Topics> {
     run_topics_create(layout)
 }
 
+/// Builds `callstream` and creates the design's topics on the three-broker cluster, as its
+/// admin, with the cluster defaults (3 replicas, 2 in sync).
+pub fn create_cluster_topics(layout: &Layout) -> Result<()> {
+    let status = cargo()
+        .args(["build", "--quiet", "-p", "callstream"])
+        .current_dir(&layout.repo)
+        .status()
+        .context("running cargo build -p callstream")?;
+    if !status.success() {
+        bail!("`cargo build -p callstream` failed ({status}); no topics created on the cluster");
+    }
+    println!("cluster: creating the topics (3 replicas, 2 in sync) as admin ...");
+    let bin = layout.callstream_bin();
+    let status = Command::new(&bin)
+        .args(["topics", "create", "--bootstrap-servers"])
+        .arg(crate::cluster::config::bootstrap())
+        .envs(crate::cluster::client_env(layout, "admin"))
+        .current_dir(&layout.repo)
+        .status()
+        .with_context(|| format!("running {}", bin.display()))?;
+    if !status.success() {
+        bail!("`callstream topics create` on the cluster failed ({status})");
+    }
+    Ok(())
+}
+
 /// Runs `callstream topics create` against the stack with the binary already built.
 pub fn run_topics_create(layout: &Layout) -> Result<Topics> {
     let bin = layout.callstream_bin();

@@ -63,7 +63,8 @@ enum Cmd {
         /// Do not build `callstream` and run `callstream topics create`.
         #[arg(long)]
         no_topics: bool,
-        /// Start the three-broker cluster (and nothing else).
+        /// Start the three-broker cluster (and nothing else) and create the design's topics
+        /// on it (3 replicas, 2 in sync).
         #[arg(long, conflicts_with = "no_topics")]
         cluster: bool,
     },
@@ -199,7 +200,9 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let layout = Layout::discover();
     let result = match cli.command {
-        Cmd::Up { cluster: true, .. } => cluster::up(&layout),
+        Cmd::Up { cluster: true, .. } => {
+            cluster::up(&layout).and_then(|()| cargo_cmds::create_cluster_topics(&layout))
+        }
         Cmd::Up { no_topics, .. } => stack::up(&layout).map(|()| {
             // The stack is up either way; a broken build must not make `up` fail.
             if !no_topics {

@@ -538,6 +538,28 @@ pub fn reset(layout: &Layout) -> Result<()> {
 }
 
 /// One line a broker, then where the clients' settings are (paths only).
+/// The environment that points callstream's clients at the cluster as `user`: the
+/// `KAFKA_<PROPERTY>` variables every service reads, the password from its file.
+pub fn client_env(layout: &Layout, user: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("KAFKA_BOOTSTRAP_SERVERS", config::bootstrap()),
+        ("KAFKA_SECURITY_PROTOCOL", "SASL_SSL".into()),
+        ("KAFKA_SASL_MECHANISM", "SCRAM-SHA-512".into()),
+        ("KAFKA_SASL_USERNAME", user.into()),
+        (
+            "KAFKA_SASL_PASSWORD_FILE",
+            password_file(layout, user).display().to_string(),
+        ),
+        (
+            "KAFKA_SSL_CA_LOCATION",
+            TlsFiles::in_dir(&layout.cluster_tls())
+                .ca
+                .display()
+                .to_string(),
+        ),
+    ]
+}
+
 pub fn describe(layout: &Layout) -> Vec<String> {
     if !layout.cluster_dir().exists() {
         return vec!["cluster: not set up (`cargo xtask up --cluster` starts it)".into()];
