@@ -62,12 +62,14 @@ pub struct Names {
 }
 
 /// The logical topics the scheduler reads and writes.
-const TOPICS: [&str; 6] = [
+const TOPICS: [&str; 7] = [
     topics::SCHEDULE_REQUESTS,
     topics::SCHEDULE_EVENTS,
     topics::CONTACT_COMMANDS,
     topics::EXCEPTIONS,
     topics::CONTROL,
+    // `control apply` writes each change to the history in the same transaction.
+    topics::CONTROL_HISTORY,
     topics::DEAD_LETTERS,
 ];
 
