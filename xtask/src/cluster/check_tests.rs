@@ -16,16 +16,7 @@ const TOOL_TIMEOUT: Duration = Duration::from_secs(90);
 /// Runs one of Kafka's tools with `input` on stdin; its exit status and all it printed.
 fn tool(layout: &Layout, args: &[&str], input: &str) -> (bool, String) {
     let java = dist::java().unwrap();
-    let mut child = Command::new(java)
-        .arg(format!(
-            "-Dlog4j2.configurationFile={}",
-            layout
-                .kafka_assets()
-                .join("tools-log4j2.properties")
-                .display()
-        ))
-        .arg("-cp")
-        .arg(kafka::classpath(layout))
+    let mut child = kafka::tool_command(layout, &java)
         .args(args)
         .current_dir(&layout.repo)
         .stdin(Stdio::piped())

@@ -251,19 +251,10 @@ fn format_storage(
     );
     let mut running = Vec::new();
     for node in nodes {
-        let mut cmd = Command::new(java);
-        cmd.arg(format!(
-            "-Dlog4j2.configurationFile={}",
-            layout
-                .kafka_assets()
-                .join("tools-log4j2.properties")
-                .display()
-        ))
-        .arg("-cp")
-        .arg(kafka::classpath(layout))
-        .arg("kafka.tools.StorageTool")
-        .args(["format", "--ignore-formatted", "-t", &cluster_id, "-c"])
-        .arg(node.properties());
+        let mut cmd = kafka::tool_command(layout, java);
+        cmd.arg("kafka.tools.StorageTool")
+            .args(["format", "--ignore-formatted", "-t", &cluster_id, "-c"])
+            .arg(node.properties());
         for (user, password) in users {
             cmd.arg("--add-scram").arg(format!(
                 "{}=[name={user},password={password}]",
@@ -344,30 +335,21 @@ fn wait_and_apply_acls(
     log_starts: &[u64],
 ) -> Result<()> {
     let stderr = fs::File::create(admin_log(layout))?;
-    let mut cmd = Command::new(java);
-    cmd.arg(format!(
-        "-Dlog4j2.configurationFile={}",
-        layout
-            .kafka_assets()
-            .join("tools-log4j2.properties")
-            .display()
-    ))
-    .arg("-cp")
-    .arg(kafka::classpath(layout))
-    .arg(layout.kafka_assets().join("ClusterAdmin.java"))
-    .arg(client_file(layout, acls::ADMIN))
-    .arg(
-        NODES
-            .iter()
-            .map(u16::to_string)
-            .collect::<Vec<_>>()
-            .join(","),
-    )
-    .arg(READY_TIMEOUT.as_secs().to_string())
-    .arg(acl_file(layout))
-    .stdin(Stdio::null())
-    .stdout(Stdio::inherit())
-    .stderr(stderr);
+    let mut cmd = kafka::tool_command(layout, java);
+    cmd.arg(layout.kafka_assets().join("ClusterAdmin.java"))
+        .arg(client_file(layout, acls::ADMIN))
+        .arg(
+            NODES
+                .iter()
+                .map(u16::to_string)
+                .collect::<Vec<_>>()
+                .join(","),
+        )
+        .arg(READY_TIMEOUT.as_secs().to_string())
+        .arg(acl_file(layout))
+        .stdin(Stdio::null())
+        .stdout(Stdio::inherit())
+        .stderr(stderr);
     let mut child: Child = cmd.spawn().context("running ClusterAdmin.java")?;
     loop {
         if let Some(status) = child.try_wait()? {

@@ -208,9 +208,9 @@ pub(crate) fn classpath(layout: &Layout) -> String {
     format!("{}/*", layout.kafka_libs().display())
 }
 
-/// Runs one of Kafka's own command-line tools (`class`) from the fetched jars, quietly logged,
-/// and returns its standard output, trimmed.
-pub fn run_tool(layout: &Layout, java: &Path, class: &str, args: &[&str]) -> Result<String> {
+/// `java` on the fetched jars' classpath with the tools' quiet logging: add the main class
+/// (or a single-file source program) and its arguments.
+pub fn tool_command(layout: &Layout, java: &Path) -> Command {
     let mut cmd = Command::new(java);
     cmd.arg(format!(
         "-Dlog4j2.configurationFile={}",
@@ -220,9 +220,15 @@ pub fn run_tool(layout: &Layout, java: &Path, class: &str, args: &[&str]) -> Res
             .display()
     ))
     .arg("-cp")
-    .arg(classpath(layout))
-    .arg(class)
-    .args(args);
+    .arg(classpath(layout));
+    cmd
+}
+
+/// Runs one of Kafka's own command-line tools (`class`) from the fetched jars, quietly logged,
+/// and returns its standard output, trimmed.
+pub fn run_tool(layout: &Layout, java: &Path, class: &str, args: &[&str]) -> Result<String> {
+    let mut cmd = tool_command(layout, java);
+    cmd.arg(class).args(args);
     let out = procs::run_captured(&mut cmd, class)?;
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
