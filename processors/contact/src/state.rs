@@ -141,7 +141,7 @@ pub struct PlacedCall {
     pub at: DateTime<Utc>,
 }
 
-use callstream_kit::calling_rules::{MAX_PLACED_CALLS, PLACED_CALLS_KEPT};
+use callstream_kit::calling_rules::keep_countable;
 
 impl Contact {
     pub fn new(tenant_id: &str, contact_id: &str, dedupe_capacity: usize) -> Self {
@@ -174,11 +174,7 @@ impl Contact {
             return;
         }
         calls.push(PlacedCall { launch_id, at });
-        calls.sort_by_key(|c| c.at);
-        let newest = calls.last().map_or(at, |c| c.at);
-        calls.retain(|c| newest - c.at <= PLACED_CALLS_KEPT);
-        let extra = calls.len().saturating_sub(MAX_PLACED_CALLS);
-        calls.drain(..extra);
+        keep_countable(calls, |c| c.at.timestamp_millis());
     }
 
     /// When calls were placed on `subject`, oldest first.

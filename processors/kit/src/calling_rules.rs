@@ -21,6 +21,21 @@ pub const PLACED_CALLS_KEPT: chrono::TimeDelta = chrono::TimeDelta::days(31);
 /// At most this many placed calls per subject are kept (the newest).
 pub const MAX_PLACED_CALLS: usize = 64;
 
+/// Keeps of `calls` what a cap can still count, oldest first: those placed within
+/// [`PLACED_CALLS_KEPT`] of the newest, at most [`MAX_PLACED_CALLS`] of them (the newest).
+/// The contact processor's count per lead and the launch dispatcher's per number both
+/// keep their calls this way.
+pub fn keep_countable<T>(calls: &mut Vec<T>, at_ms: impl Fn(&T) -> i64) {
+    calls.sort_by_key(&at_ms);
+    let Some(newest) = calls.last().map(&at_ms) else {
+        return;
+    };
+    let kept = PLACED_CALLS_KEPT.num_milliseconds();
+    calls.retain(|c| newest - at_ms(c) <= kept);
+    let extra = calls.len().saturating_sub(MAX_PLACED_CALLS);
+    calls.drain(..extra);
+}
+
 /// What frequency caps count within: the calls of one campaign (the default), or every
 /// call of the tenant to the lead.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

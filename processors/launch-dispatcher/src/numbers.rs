@@ -9,7 +9,7 @@
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use callstream_kit::calling_rules::{CapSubject, MAX_PLACED_CALLS, PLACED_CALLS_KEPT};
+use callstream_kit::calling_rules::{keep_countable, CapSubject, PLACED_CALLS_KEPT};
 
 use crate::ledger::Launch;
 
@@ -51,11 +51,7 @@ impl NumberCalls {
             campaign_id: launch.campaign_id.clone(),
             at_ms,
         });
-        self.calls.sort_by_key(|c| c.at_ms);
-        let newest = self.calls.last().map_or(at_ms, |c| c.at_ms);
-        self.forget_before(newest.saturating_sub(kept_ms()));
-        let extra = self.calls.len().saturating_sub(MAX_PLACED_CALLS);
-        self.calls.drain(..extra);
+        keep_countable(&mut self.calls, |c| c.at_ms);
     }
 
     /// Drops calls placed before `ms`.
@@ -108,6 +104,7 @@ impl NumberCalls {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use callstream_kit::calling_rules::MAX_PLACED_CALLS;
 
     fn launch(n: u128, contact: &str, campaign: &str, placed: Vec<i64>) -> Launch {
         Launch {
