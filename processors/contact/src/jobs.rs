@@ -73,7 +73,7 @@ impl Step<'_, '_> {
         LeadRulesWire {
             jurisdictions,
             jurisdiction_source,
-            placed_calls: self.contact.placed_on(self.cap_subject(campaign)),
+            placed_calls: self.contact.placed_on(rules.cap_subject.key(campaign)),
         }
     }
 

@@ -99,8 +99,7 @@ impl TenantCallingRules {
             .as_deref()
             .filter(|s| !s.trim().is_empty())
             .map(|s| {
-                Jurisdiction::parse(s)
-                    .map(|j| j.code().to_owned())
+                callstream_domain::input::normal_state(s)
                     .map_err(|_| SettingError::DefaultState(s.to_owned()))
             })
             .transpose()?;
