@@ -43,14 +43,19 @@ pub enum Topics {
     BuildFailed,
 }
 
-/// Builds `callstream` and runs `callstream topics create` against the stack. Fails only when
-/// the command itself fails; a binary without the subcommand or a broken build is reported.
-pub fn create_topics(layout: &Layout) -> Result<Topics> {
-    let status = cargo()
+/// `cargo build -p callstream`, quietly; its exit status (cargo has printed why it failed).
+fn build_callstream(layout: &Layout) -> Result<std::process::ExitStatus> {
+    cargo()
         .args(["build", "--quiet", "-p", "callstream"])
         .current_dir(&layout.repo)
         .status()
-        .context("running cargo build -p callstream")?;
+        .context("running cargo build -p callstream")
+}
+
+/// Builds `callstream` and runs `callstream topics create` against the stack. Fails only when
+/// the command itself fails; a binary without the subcommand or a broken build is reported.
+pub fn create_topics(layout: &Layout) -> Result<Topics> {
+    let status = build_callstream(layout)?;
     if !status.success() {
         println!(
             "topics: warning: `cargo build -p callstream` failed ({status}); no topics created"
@@ -63,11 +68,7 @@ pub fn create_topics(layout: &Layout) -> Result<Topics> {
 /// Builds `callstream` and creates the design's topics on the three-broker cluster, as its
 /// admin, with the cluster defaults (3 replicas, 2 in sync).
 pub fn create_cluster_topics(layout: &Layout) -> Result<()> {
-    let status = cargo()
-        .args(["build", "--quiet", "-p", "callstream"])
-        .current_dir(&layout.repo)
-        .status()
-        .context("running cargo build -p callstream")?;
+    let status = build_callstream(layout)?;
     if !status.success() {
         bail!("`cargo build -p callstream` failed ({status}); no topics created on the cluster");
     }
