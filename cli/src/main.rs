@@ -1,6 +1,8 @@
 //! The `callstream` binary: every role of the system is a subcommand, so
 //! one artefact is built, shipped and versioned.
 
+mod db_check;
+mod db_cmd;
 mod demo;
 mod kafka_check;
 #[cfg(test)]
@@ -44,6 +46,9 @@ enum Command {
     Projections(views_cmd::ProjectionsArgs),
     /// The operator API: the views over HTTP, actions as commands on Kafka.
     OperatorApi,
+    /// The database: migrations, and roles so that no service is a superuser.
+    #[command(subcommand)]
+    Db(db_cmd::DbCommand),
     /// Bearer tokens of the operator API.
     #[command(subcommand)]
     Tokens(views_cmd::TokensCommand),
@@ -67,7 +72,7 @@ impl Command {
             Self::Projections(_) => "projections",
             Self::OperatorApi => "operator-api",
             Self::Gateway { .. } => "gateway",
-            Self::Topics(_) | Self::Control(_) | Self::Tokens(_) => "cli",
+            Self::Topics(_) | Self::Control(_) | Self::Tokens(_) | Self::Db(_) => "cli",
         }
     }
 }
@@ -118,6 +123,7 @@ async fn main() -> Result<()> {
         Command::Projections(args) => views_cmd::projections(args).await,
         Command::OperatorApi => views_cmd::operator_api().await,
         Command::Tokens(command) => views_cmd::tokens(command).await,
+        Command::Db(command) => db_cmd::run(command).await,
         Command::Gateway { config } => {
             let config = match config {
                 Some(path) => callstream_gateway::GatewayConfig::load(Some(&path)),

@@ -35,6 +35,7 @@ pub async fn projections(args: ProjectionsArgs) -> Result<()> {
         .context("reading the projections' configuration")?;
     crate::kafka_check::refuse_misconfigured("the projections", &config.kafka, &config.topics, &[])
         .await?;
+    crate::db_check::refuse_misconfigured_database("the projections", &config.database_url).await?;
     match args.command {
         None => callstream_projections::run(config, crate::signals::shutdown_signal())
             .await
@@ -72,6 +73,8 @@ pub async fn operator_api() -> Result<()> {
         &[topics::CONTACT_COMMANDS, topics::CONTROL],
     )
     .await?;
+    crate::db_check::refuse_misconfigured_database("the operator API", &config.database_url)
+        .await?;
     callstream_operator_api::run(config, crate::signals::shutdown_signal())
         .await
         .context("operator API failed")
@@ -152,12 +155,12 @@ pub async fn tokens(command: TokensCommand) -> Result<()> {
             anyhow::bail!("refusing to create a token for tenant {tenant:?}: {why}");
         }
     }
-    let url = std::env::var("DATABASE_URL")
-        .unwrap_or_else(|_| callstream_projections::config::DEFAULT_DATABASE_URL.to_string());
+    let url = callstream_platform::settings::Settings::env()
+        .database_url(callstream_projections::config::DEFAULT_DATABASE_URL)?;
     let pool = sqlx::PgPool::connect(&url)
         .await
         .context("connecting to Postgres (DATABASE_URL)")?;
-    callstream_projections::migrate(&pool)
+    callstream_projections::migrate_if_behind(&pool)
         .await
         .context("applying the migrations")?;
     match command {

@@ -73,6 +73,30 @@ impl<F: Fn(&str) -> Option<String>> Settings<F> {
         Ok(value)
     }
 
+    /// The Postgres URL: `DATABASE_URL`, or the text of the file `DATABASE_URL_FILE` names
+    /// (a Docker or Kubernetes secret, since the URL holds the password), else `default`.
+    pub fn database_url(&self, default: &str) -> Result<String, SettingError> {
+        if let Some(path) = self.non_empty("DATABASE_URL_FILE") {
+            let text = std::fs::read_to_string(path.trim()).map_err(|_| SettingError::Invalid {
+                name: "DATABASE_URL_FILE",
+                value: path.clone(),
+                problem: "cannot be read",
+            })?;
+            let url = text.trim();
+            if url.is_empty() {
+                return Err(SettingError::Invalid {
+                    name: "DATABASE_URL_FILE",
+                    value: path,
+                    problem: "names an empty file",
+                });
+            }
+            return Ok(url.to_owned());
+        }
+        Ok(self
+            .non_empty("DATABASE_URL")
+            .unwrap_or_else(|| default.to_owned()))
+    }
+
     /// A whole number, `default` when unset.
     pub fn number(&self, name: &'static str, default: u64) -> Result<u64, SettingError> {
         match self.get(name) {
@@ -166,6 +190,43 @@ mod tests {
             value: value.into(),
             problem,
         }
+    }
+
+    #[test]
+    fn the_database_url_comes_from_its_file_before_the_variable() {
+        let dir = std::env::temp_dir().join(format!("settings-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("url");
+        std::fs::write(&file, "postgres://u:secret@db/x\n").unwrap();
+        let path = file.display().to_string();
+        let both = settings(&[
+            ("DATABASE_URL", "postgres://plain"),
+            ("DATABASE_URL_FILE", &path),
+        ]);
+        assert_eq!(both.database_url("d").unwrap(), "postgres://u:secret@db/x");
+        assert_eq!(
+            settings(&[("DATABASE_URL", "postgres://plain")])
+                .database_url("d")
+                .unwrap(),
+            "postgres://plain"
+        );
+        assert_eq!(settings(&[]).database_url("d").unwrap(), "d");
+        let missing = settings(&[("DATABASE_URL_FILE", "/nonexistent/url")]).database_url("d");
+        assert_eq!(
+            missing,
+            Err(invalid(
+                "DATABASE_URL_FILE",
+                "/nonexistent/url",
+                "cannot be read"
+            ))
+        );
+        std::fs::write(&file, " \n").unwrap();
+        let empty = settings(&[("DATABASE_URL_FILE", &path)]).database_url("d");
+        assert_eq!(
+            empty,
+            Err(invalid("DATABASE_URL_FILE", &path, "names an empty file"))
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -88,8 +88,8 @@ impl ProjectionsConfig {
         let settings = Settings::env();
         let config_error = |e: SettingError| ProjectionError::Config(e.to_string());
         let database_url = settings
-            .get("DATABASE_URL")
-            .unwrap_or_else(|| DEFAULT_DATABASE_URL.to_string());
+            .database_url(DEFAULT_DATABASE_URL)
+            .map_err(config_error)?;
         let topics = settings.topics().map_err(config_error)?;
         let kafka = KafkaSettings::from_env_checked("callstream-projections")
             .map_err(|e| ProjectionError::Config(e.to_string()))?;

@@ -39,9 +39,25 @@ pub fn lazy_pool(database_url: &str) -> Result<PgPool, ProjectionError> {
         .connect_lazy(database_url)?)
 }
 
+/// Applies the migrations unless every one of them is applied already, so a role that may
+/// not create tables (see [`crate::roles`]) still starts on an up-to-date schema.
+pub async fn migrate_if_behind(pool: &PgPool) -> Result<(), ProjectionError> {
+    let applied: Result<Vec<i64>, sqlx::Error> =
+        sqlx::query_scalar("SELECT version FROM _sqlx_migrations WHERE success")
+            .fetch_all(pool)
+            .await;
+    match applied {
+        Ok(applied) if MIGRATOR.iter().all(|m| applied.contains(&m.version)) => Ok(()),
+        _ => migrate(pool).await,
+    }
+}
+
+/// The migrations in `migrations/`, compiled in.
+pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");
+
 /// Applies the migrations in `migrations/`.
 pub async fn migrate(pool: &PgPool) -> Result<(), ProjectionError> {
-    sqlx::migrate!("../migrations").run(pool).await?;
+    MIGRATOR.run(pool).await?;
     Ok(())
 }
 
@@ -119,7 +135,7 @@ async fn live(
     let stats = telemetry.stats().clone();
     let mut pauser = Pauser::new(&config);
     if config.migrate {
-        while let Err(e) = migrate(&pool).await {
+        while let Err(e) = migrate_if_behind(&pool).await {
             match &e {
                 ProjectionError::Migrate(sqlx::migrate::MigrateError::Execute(inner))
                     if is_transient(inner) =>

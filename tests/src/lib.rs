@@ -14,6 +14,7 @@
 //! no processor, edge or simulator crate, so using it links none of them; the tests that run
 //! those together live in this crate's own `tests/`.
 
+pub mod cluster;
 pub mod failures;
 pub mod fixtures;
 pub mod fuzz_corpus;
@@ -85,7 +86,7 @@ pub fn kafka_libs() -> PathBuf {
         .unwrap_or_else(|| repo_root().join(".stack/kafka/libs"))
 }
 
-fn repo_root() -> PathBuf {
+pub fn repo_root() -> PathBuf {
     let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     manifest.parent().map(PathBuf::from).unwrap_or(manifest)
 }

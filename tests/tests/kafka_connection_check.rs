@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use anyhow::Result;
-use callstream_e2e::{bootstrap_servers, create_topic, unique_name};
+use callstream_e2e::{bootstrap_servers, cluster, create_topic, unique_name};
 use callstream_platform::kafka::{check_connection, ConnectionError};
 use callstream_platform::KafkaSettings;
 
@@ -56,30 +56,10 @@ fn tls_asked_of_a_plaintext_listener_is_named_a_tls_failure() {
 #[test]
 #[ignore = "needs `cargo xtask up --cluster`"]
 fn on_the_cluster_credentials_certificates_and_acls_are_named() -> Result<()> {
-    let dir = std::env::var("CALLSTREAM_CLUSTER_DIR").map_or_else(
-        |_| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../.stack/cluster"),
-        std::path::PathBuf::from,
-    );
-    let password = std::fs::read_to_string(dir.join("secrets/gateway.password"))?;
-    let ca = dir.join("tls/ca.pem").display().to_string();
-    let cluster = |password: &str, ca: Option<&str>| {
-        let mut settings = KafkaSettings::new(
-            "127.0.0.1:19094,127.0.0.1:19095,127.0.0.1:19096",
-            "connection-check-test",
-        );
-        settings.properties = vec![
-            ("security.protocol".into(), "SASL_SSL".into()),
-            ("sasl.mechanism".into(), "SCRAM-SHA-512".into()),
-            ("sasl.username".into(), "gateway".into()),
-            ("sasl.password".into(), password.trim().to_owned()),
-        ];
-        if let Some(ca) = ca {
-            settings
-                .properties
-                .push(("ssl.ca.location".into(), ca.to_owned()));
-        }
-        settings
-    };
+    let password = cluster::secret("gateway.password")?;
+    let ca = cluster::ca().display().to_string();
+    let cluster =
+        |password: &str, ca: Option<&str>| cluster::settings_with("gateway", password, ca);
     let timeout = Duration::from_secs(10);
     check_connection(&cluster(&password, Some(&ca)), &[], timeout)?;
 

@@ -58,13 +58,15 @@ enum Cmd {
     /// between brokers (19194-19196) and controllers (19294-19296), ACLs from
     /// xtask/src/cluster/acls.rs, replication factor 3 and min.insync.replicas 2. Certificates,
     /// passwords and client settings (.stack/cluster/clients/<user>.properties) are made at
-    /// first start. Needs a JDK (ClusterAdmin.java runs from source).
+    /// first start. Needs a JDK (ClusterAdmin.java runs from source). With it comes a second
+    /// Postgres on 127.0.0.1:5433 that takes only TLS with SCRAM passwords, holding callstream's
+    /// database with the roles of `callstream db roles` (none a superuser).
     Up {
         /// Do not build `callstream` and run `callstream topics create`.
         #[arg(long)]
         no_topics: bool,
-        /// Start the three-broker cluster (and nothing else) and create the design's topics
-        /// on it (3 replicas, 2 in sync).
+        /// Start the three-broker cluster and its Postgres (and nothing else), and create the
+        /// design's topics on it (3 replicas, 2 in sync).
         #[arg(long, conflicts_with = "no_topics")]
         cluster: bool,
     },
@@ -200,9 +202,9 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let layout = Layout::discover();
     let result = match cli.command {
-        Cmd::Up { cluster: true, .. } => {
-            cluster::up(&layout).and_then(|()| cargo_cmds::create_cluster_topics(&layout))
-        }
+        Cmd::Up { cluster: true, .. } => cluster::up(&layout)
+            .and_then(|()| cargo_cmds::create_cluster_topics(&layout))
+            .and_then(|()| cluster::postgres::up(&layout, &layout.callstream_bin())),
         Cmd::Up { no_topics, .. } => stack::up(&layout).map(|()| {
             // The stack is up either way; a broken build must not make `up` fail.
             if !no_topics {

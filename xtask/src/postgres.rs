@@ -34,16 +34,16 @@ pub enum State {
 }
 
 /// The PostgreSQL binaries (initdb, pg_ctl, psql) of one installed major version.
-struct Bin(PathBuf);
+pub(crate) struct Bin(PathBuf);
 
 impl Bin {
-    fn tool(&self, name: &str) -> PathBuf {
+    pub(crate) fn tool(&self, name: &str) -> PathBuf {
         self.0.join(name)
     }
 }
 
 /// The newest /usr/lib/postgresql/<major>/bin, else the directory of `initdb` on PATH.
-fn find_bin() -> Option<Bin> {
+pub(crate) fn find_bin() -> Option<Bin> {
     let mut majors: Vec<(u32, PathBuf)> = fs::read_dir("/usr/lib/postgresql")
         .into_iter()
         .flatten()
@@ -62,9 +62,31 @@ fn find_bin() -> Option<Bin> {
     Some(Bin(initdb.parent()?.to_path_buf()))
 }
 
+/// Gives `path` (recursively) to the `postgres` OS user when we are root, who runs the
+/// server; otherwise we run it and own it already.
+pub(crate) fn give_to_server_user(path: &Path) -> Result<()> {
+    if crate::debian::running_as_root() {
+        let mut chown = Command::new("chown");
+        chown.arg("-R").arg(format!("{POSTGRES_USER}:")).arg(path);
+        procs::run_captured(&mut chown, "chown of a Postgres state dir")?;
+    }
+    Ok(())
+}
+
+/// The binaries, installed from Debian's packages first when missing.
+pub(crate) fn bin_or_install() -> Result<Bin> {
+    match find_bin() {
+        Some(bin) => Ok(bin),
+        None => {
+            install()?;
+            find_bin().context("PostgreSQL was installed but initdb is still not found")
+        }
+    }
+}
+
 /// A command that runs as the `postgres` OS user when we are root (initdb and the server
 /// refuse to run as root), else as ourselves.
-fn as_server_user(program: &Path) -> Command {
+pub(crate) fn as_server_user(program: &Path) -> Command {
     if crate::debian::running_as_root() {
         let mut cmd = Command::new("runuser");
         cmd.args(["-u", POSTGRES_USER, "--"]).arg(program);
@@ -163,13 +185,7 @@ pub fn up(layout: &Layout) -> Result<()> {
 
 fn start(layout: &Layout) -> Result<()> {
     let started = Instant::now();
-    let bin = match find_bin() {
-        Some(bin) => bin,
-        None => {
-            install()?;
-            find_bin().context("PostgreSQL was installed but initdb is still not found")?
-        }
-    };
+    let bin = bin_or_install()?;
     init_cluster(layout, &bin)?;
     let mut cmd = as_server_user(&bin.tool("pg_ctl"));
     cmd.arg("-D")
@@ -207,11 +223,7 @@ fn init_cluster(layout: &Layout, bin: &Bin) -> Result<()> {
     }
     let socket_dir = layout.postgres_socket_dir();
     fs::create_dir_all(&socket_dir)?;
-    if crate::debian::running_as_root() {
-        let mut chown = Command::new("chown");
-        chown.arg("-R").arg(format!("{POSTGRES_USER}:")).arg(&dir);
-        procs::run_captured(&mut chown, "chown of the Postgres state dir")?;
-    }
+    give_to_server_user(&dir)?;
     println!("postgres: creating a cluster in {}", layout.show(&data));
     let mut initdb = as_server_user(&bin.tool("initdb"));
     initdb.arg("-D").arg(&data).args([

@@ -30,13 +30,49 @@ pub const EXCLUSIVE: &[Exclusive] = &[
     },
 ];
 
+/// Tests that need the three-broker SASL_SSL cluster and its TLS Postgres (`xtask up
+/// --cluster`): with the whole suite, the cluster starts after the exclusive tests, these run
+/// one at a time (`--ignored --exact`), and the cluster stops. `--no-cluster` skips them.
+pub const ON_THE_CLUSTER: &[Exclusive] = &[
+    Exclusive {
+        package: "callstream-e2e",
+        target: "kafka_connection_check",
+        test: "on_the_cluster_credentials_certificates_and_acls_are_named",
+    },
+    Exclusive {
+        package: "callstream-e2e",
+        target: "postgres_roles",
+        test: "on_the_cluster_postgres_takes_only_tls_with_the_right_password",
+    },
+    Exclusive {
+        package: "callstream-e2e",
+        target: "cluster_durability",
+        test: "producers_and_topics_on_the_cluster_are_durable_as_read_back",
+    },
+    Exclusive {
+        package: "xtask",
+        target: "xtask",
+        test: "cluster::check_tests::cluster_enforces_tls_scram_and_acls_and_survives_a_broker",
+    },
+];
+
 /// One `#[ignore]`d test that needs the stack to itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Exclusive {
     pub package: &'static str,
-    /// The integration-test target (its file name under `tests/`).
+    /// The integration-test target (its file name under `tests/`), or the binary whose unit
+    /// tests hold it (`xtask`).
     pub target: &'static str,
     pub test: &'static str,
+}
+
+impl Exclusive {
+    /// Whether `binary` is the test executable that holds this test.
+    pub fn is_in(&self, binary: &TestBinary) -> bool {
+        binary.package == self.package
+            && binary.target == self.target
+            && matches!(binary.kind.as_str(), "test" | "bin")
+    }
 }
 
 /// `cargo xtask test ARGS` taken apart.
@@ -52,16 +88,20 @@ pub struct TestArgs {
     pub exclusive: bool,
     /// Whether to end with a short soak (`cargo xtask soak --short`), alone.
     pub soak: bool,
+    /// Whether to run the [`ON_THE_CLUSTER`] tests, with the cluster up.
+    pub cluster: bool,
 }
 
 impl TestArgs {
-    /// Splits the arguments. `--test-jobs N` and `--no-exclusive` (before `--`) are ours;
+    /// Splits the arguments. `--test-jobs N`, `--no-exclusive`, `--no-soak` and `--no-cluster`
+    /// (before `--`) are ours;
     /// the rest is cargo's, and what follows `--` is the binaries'.
     pub fn parse(args: &[String]) -> Result<Self, String> {
         let mut parsed = TestArgs {
             jobs: DEFAULT_JOBS,
             exclusive: true,
             soak: true,
+            cluster: true,
             ..TestArgs::default()
         };
         let mut rest = args.iter();
@@ -73,6 +113,7 @@ impl TestArgs {
                 }
                 "--no-exclusive" => parsed.exclusive = false,
                 "--no-soak" => parsed.soak = false,
+                "--no-cluster" => parsed.cluster = false,
                 "--test-jobs" => {
                     let n = rest.next().ok_or("--test-jobs needs a number")?;
                     parsed.jobs = parse_jobs(n)?;
@@ -88,6 +129,7 @@ impl TestArgs {
         if !parsed.selects_everything() {
             parsed.exclusive = false;
             parsed.soak = false;
+            parsed.cluster = false;
         }
         Ok(parsed)
     }

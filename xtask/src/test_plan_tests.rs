@@ -54,6 +54,7 @@ fn arguments_split_between_cargo_the_binaries_and_the_runner() {
         assert_eq!(parsed.exclusive, *exclusive, "{args:?}");
         // The short soak goes with the whole suite, like the exclusive tests.
         assert_eq!(parsed.soak, parsed.selects_everything(), "{args:?}");
+        assert_eq!(parsed.cluster, parsed.selects_everything(), "{args:?}");
     }
 }
 

@@ -27,7 +27,7 @@ use crate::kafka::topics;
 use crate::layout::Layout;
 use crate::stack;
 use crate::summary::Tally;
-use crate::test_plan::{self, TestArgs, TestBinary, EXCLUSIVE};
+use crate::test_plan::{self, Exclusive, TestArgs, TestBinary, EXCLUSIVE, ON_THE_CLUSTER};
 
 /// A test binary that runs longer than this is killed and counted as failed.
 const BINARY_TIMEOUT: Duration = Duration::from_secs(20 * 60);
@@ -101,17 +101,7 @@ pub fn test(layout: &Layout, args: &[String]) -> Result<()> {
     let mut outcomes = run_pool(jobs, args.jobs, &logs);
 
     if args.exclusive {
-        let alone: Vec<Job> = EXCLUSIVE
-            .iter()
-            .filter_map(|x| {
-                let binary = binaries
-                    .iter()
-                    .find(|b| b.package == x.package && b.kind == "test" && b.target == x.target)?;
-                let mut extra = vec!["--ignored".to_string(), "--exact".to_string()];
-                extra.push(x.test.to_string());
-                Some(binary_job(layout, binary, &args.binary, &extra))
-            })
-            .collect();
+        let alone = ignored_jobs(layout, &binaries, EXCLUSIVE, &args.binary);
         if !alone.is_empty() {
             println!(
                 "test: running {} tests that stop a server of the stack, one at a time",
@@ -119,6 +109,10 @@ pub fn test(layout: &Layout, args: &[String]) -> Result<()> {
             );
             outcomes.extend(run_pool(alone, 1, &logs));
         }
+    }
+
+    if args.cluster {
+        outcomes.extend(cluster_phase(layout, &binaries, &args.binary, &logs));
     }
 
     if args.soak && layout.callstream_bin().is_file() {
@@ -233,6 +227,72 @@ fn build(layout: &Layout, args: &TestArgs) -> Result<Vec<TestBinary>> {
         bail!("the tests do not build ({status}); cargo printed why above");
     }
     Ok(binaries)
+}
+
+/// A job per listed `#[ignore]`d test found among `binaries`, each run alone by its exact name.
+fn ignored_jobs(
+    layout: &Layout,
+    binaries: &[TestBinary],
+    tests: &[Exclusive],
+    args: &[String],
+) -> Vec<Job> {
+    tests
+        .iter()
+        .filter_map(|x| {
+            let binary = binaries.iter().find(|b| x.is_in(b))?;
+            let extra = ["--ignored", "--exact", x.test].map(String::from);
+            Some(binary_job(layout, binary, args, &extra))
+        })
+        .collect()
+}
+
+/// Starts the three-broker cluster and its Postgres, runs the [`ON_THE_CLUSTER`] tests one at a
+/// time, and stops the cluster (its logs stay in `.stack/cluster`). A cluster that does not start is a failed job: these tests are part of the suite.
+fn cluster_phase(
+    layout: &Layout,
+    binaries: &[TestBinary],
+    args: &[String],
+    logs: &Path,
+) -> Vec<Outcome> {
+    let jobs = ignored_jobs(layout, binaries, ON_THE_CLUSTER, args);
+    if jobs.is_empty() {
+        return Vec::new();
+    }
+    println!(
+        "test: starting the three-broker cluster and its Postgres for {} tests ...",
+        jobs.len()
+    );
+    let started = Instant::now();
+    let up = crate::cluster::up(layout)
+        .and_then(|()| crate::cargo_cmds::create_cluster_topics(layout))
+        .and_then(|()| crate::cluster::postgres::up(layout, &layout.callstream_bin()));
+    if let Err(e) = up {
+        let _ = crate::cluster::down(layout);
+        return vec![Outcome {
+            label: "the cluster (xtask up --cluster)".into(),
+            status: Err(format!("{e:#}")),
+            seconds: started.elapsed().as_secs_f64(),
+            output: String::new(),
+        }];
+    }
+    println!(
+        "test: the cluster is up in {:.0}s; its tests run one at a time",
+        started.elapsed().as_secs_f64()
+    );
+    let dir = layout.cluster_dir();
+    let jobs = jobs
+        .into_iter()
+        .map(|mut job| {
+            job.command.env("CALLSTREAM_CLUSTER_DIR", &dir);
+            job
+        })
+        .collect();
+    let outcomes = run_pool(jobs, 1, logs);
+    // Stopped either way: the soak comes next and wants the machine; the logs stay.
+    if let Err(e) = crate::cluster::down(layout) {
+        println!("test: warning: the cluster did not stop: {e:#}");
+    }
+    outcomes
 }
 
 fn binary_job(layout: &Layout, binary: &TestBinary, args: &[String], extra: &[String]) -> Job {

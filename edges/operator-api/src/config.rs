@@ -116,8 +116,13 @@ impl OperatorApiConfig {
     /// Like [`from_env`](Self::from_env) over any lookup (tests pass a map); the topic
     /// settings still come from the process environment.
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        let database_url = get("DATABASE_URL")
-            .unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432/callstream".to_string());
+        let database_url = callstream_platform::settings::Settings::new(&get)
+            .database_url("postgres://postgres@127.0.0.1:5432/callstream")
+            .map_err(|e| ConfigError {
+                name: "DATABASE_URL_FILE",
+                value: e.to_string(),
+                problem: "not a usable database URL",
+            })?;
         let topics = Topics::from_env().map_err(|e| ConfigError {
             name: e.name,
             value: e.value,

@@ -24,7 +24,7 @@ use sqlx::postgres::PgPool;
 use crate::commit::{Pauser, Pipeline};
 use crate::config::ProjectionsConfig;
 use crate::error::{is_transient, ProjectionError};
-use crate::runner::{lazy_pool, migrate, topics_of};
+use crate::runner::{lazy_pool, migrate_if_behind, topics_of};
 use crate::source::{Source, TopicNames, TopicPartition};
 use crate::store::{self, Decoded, Mode, Stats};
 use crate::view::{Tables, View};
@@ -55,7 +55,7 @@ pub async fn rebuild(
     };
     let pool = lazy_pool(&config.database_url)?;
     if config.migrate {
-        migrate(&pool).await?;
+        migrate_if_behind(&pool).await?;
     }
     let mut pauser = Pauser::new(&config);
     tables::prepare(&pool, &views).await?;

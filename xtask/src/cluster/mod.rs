@@ -15,6 +15,7 @@ pub mod acls;
 #[cfg(test)]
 mod check_tests;
 pub mod config;
+pub mod postgres;
 pub mod tls;
 
 use std::fs::{self, OpenOptions};
@@ -120,14 +121,14 @@ pub fn write_private(path: &Path, text: &str) -> Result<()> {
 }
 
 /// Makes a directory only its owner can enter (secrets, client settings, the broker key).
-fn private_dir(dir: &Path) -> Result<()> {
+pub fn private_dir(dir: &Path) -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
     fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     fs::set_permissions(dir, fs::Permissions::from_mode(0o700))?;
     Ok(())
 }
 
-fn password_file(layout: &Layout, user: &str) -> PathBuf {
+pub fn password_file(layout: &Layout, user: &str) -> PathBuf {
     layout.cluster_secrets().join(format!("{user}.password"))
 }
 
@@ -181,18 +182,16 @@ fn ensure_passwords(layout: &Layout, formatted: bool) -> Result<Vec<(&'static st
     let mut made = 0;
     for user in acls::users() {
         let file = password_file(layout, user);
-        let password = match fs::read_to_string(&file) {
-            Ok(text) if !text.trim().is_empty() => text.trim().to_string(),
-            _ if formatted => bail!(
+        let password = match read_password(&file) {
+            Some(password) => password,
+            None if formatted => bail!(
                 "{} is missing but the cluster's storage is formatted with its SCRAM user; \
                  `cargo xtask reset --cluster` starts over with new users",
                 layout.show(&file)
             ),
-            _ => {
-                let password = Alphanumeric.sample_string(&mut rand::rng(), PASSWORD_LEN);
-                write_private(&file, &format!("{password}\n"))?;
+            None => {
                 made += 1;
-                password
+                make_password(&file)?
             }
         };
         out.push((user, password));
@@ -204,6 +203,20 @@ fn ensure_passwords(layout: &Layout, formatted: bool) -> Result<Vec<(&'static st
         );
     }
     Ok(out)
+}
+
+/// The password in `file`, unless it is missing or blank.
+pub fn read_password(file: &Path) -> Option<String> {
+    let text = fs::read_to_string(file).ok()?;
+    let password = text.trim();
+    (!password.is_empty()).then(|| password.to_string())
+}
+
+/// A random password, written to `file` (mode 0600).
+pub fn make_password(file: &Path) -> Result<String> {
+    let password = Alphanumeric.sample_string(&mut rand::rng(), PASSWORD_LEN);
+    write_private(file, &format!("{password}\n"))?;
+    Ok(password)
 }
 
 /// The JDK's source launcher runs ClusterAdmin.java; a bare JRE has no compiler.
@@ -469,8 +482,9 @@ pub fn down(layout: &Layout) -> Result<()> {
         .iter()
         .filter_map(|n| n.pid().map(|pid| (n, pid)))
         .collect();
+    postgres::down(layout)?;
     if running.is_empty() {
-        println!("cluster: not running");
+        println!("cluster: no broker running");
     }
     // All at once: a broker shutting down alone waits for the controllers, which are the
     // other brokers.
@@ -565,6 +579,7 @@ pub fn describe(layout: &Layout) -> Vec<String> {
             layout.show(&node.log())
         ));
     }
+    lines.push(postgres::describe(layout));
     let users = acls::users();
     lines.push(format!(
         "cluster clients (Java, --command-config): {}/<user>.properties for {}",
