@@ -25,10 +25,7 @@ enum Verdict {
 
 fn verdict(user: &str, error: &sqlx::Error) -> Verdict {
     match error {
-        sqlx::Error::Tls(e) => Verdict::Misconfigured(format!(
-            "the TLS handshake with Postgres failed: {e} (is sslrootcert in the URL the CA \
-             that signed the server's certificate, and the host a name it is for?)"
-        )),
+        sqlx::Error::Tls(e) => Verdict::Misconfigured(format!("{TLS_FAILED}: {e}{TLS_HINT}")),
         sqlx::Error::Configuration(e) => {
             Verdict::Misconfigured(format!("the database URL cannot be used: {e}"))
         }
@@ -50,9 +47,18 @@ fn verdict(user: &str, error: &sqlx::Error) -> Verdict {
             };
             Verdict::Misconfigured(cause)
         }
+        // rustls's handshake errors (an unknown issuer, a name the certificate is not for)
+        // reach us as I/O errors of this kind; a refused or dropped connection never does.
+        sqlx::Error::Io(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+            Verdict::Misconfigured(format!("{TLS_FAILED}: {e}{TLS_HINT}"))
+        }
         other => Verdict::Unreachable(other.to_string()),
     }
 }
+
+const TLS_FAILED: &str = "the TLS handshake with Postgres failed";
+const TLS_HINT: &str = " (is sslrootcert in the URL the CA that signed the server's \
+                        certificate, and the host a name it is for?)";
 
 /// Connects to `url` once; stops `service` when the configuration cannot work.
 pub async fn refuse_misconfigured_database(service: &str, url: &str) -> Result<()> {
@@ -100,6 +106,14 @@ mod tests {
         let tls = sqlx::Error::Tls("invalid peer certificate: UnknownIssuer".into());
         match verdict("u", &tls) {
             Verdict::Misconfigured(why) => assert!(why.contains("TLS handshake"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+        let unknown_issuer = sqlx::Error::Io(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "invalid peer certificate: UnknownIssuer",
+        ));
+        match verdict("u", &unknown_issuer) {
+            Verdict::Misconfigured(why) => assert!(why.contains("UnknownIssuer"), "{why}"),
             other => panic!("{other:?}"),
         }
         let url = sqlx::Error::Configuration("bad sslmode".into());

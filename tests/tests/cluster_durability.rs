@@ -1,9 +1,13 @@
 //! "202 means durable" read back from the three-broker cluster, not from our constants: the
 //! design's topics as the brokers describe them (3 replicas, `min.insync.replicas=2`, no
-//! unclean election); the producers the services build (the gateway's publisher, the
-//! runtime's transactional producer) refused by a partition that cannot reach two in-sync
-//! replicas, which only a producer asking `acks=all` is; and each of them known to the
-//! broker as an idempotent producer (DescribeProducers), which a plain producer is not.
+//! unclean election), and the producers the services build (the gateway's publisher, the
+//! runtime's transactional producer) as the brokers saw them, in their request log: every
+//! Produce request asks `acks=-1` (all in-sync replicas), and each producer asked for a
+//! producer id first (InitProducerId), which only an idempotent producer does. A plain
+//! producer (`acks=1`, not idempotent) is logged as such, so the check can tell them apart.
+//!
+//! (A partition with fewer replicas than `min.insync.replicas` cannot show it: the broker
+//! caps the minimum at the replication factor and acknowledges `acks=all` there.)
 //!
 //! A change to `acks`, idempotence or the topics' replication fails this test. Run in the
 //! cluster phase of `cargo xtask test` (`#[ignore]`d otherwise).
@@ -20,65 +24,94 @@ use rdkafka::config::ClientConfig;
 use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
 use rdkafka::util::Timeout;
 
-const PROBE_TIMEOUT: Duration = Duration::from_secs(4);
-
 fn admin(settings: &KafkaSettings) -> Result<AdminClient<DefaultClientContext>> {
     Ok(settings.base_config().create()?)
 }
 
-/// A topic of `replicas` replicas and one partition that asks `min_insync` in sync.
-async fn create(
-    settings: &KafkaSettings,
-    name: &str,
-    replicas: i32,
-    min_insync: &str,
-) -> Result<()> {
-    let topic = NewTopic::new(name, 1, TopicReplication::Fixed(replicas))
-        .set("min.insync.replicas", min_insync);
-    let options = AdminOptions::new().operation_timeout(Some(Duration::from_secs(30)));
-    for result in admin(settings)?.create_topics([&topic], &options).await? {
-        result.map_err(|(topic, code)| anyhow::anyhow!("creating {topic}: {code}"))?;
+/// Settings as `admin` under a client id of their own, to find the client in the log.
+fn client(settings: &KafkaSettings, name: &str) -> KafkaSettings {
+    let mut settings = settings.clone();
+    settings.client_id = unique_name(name);
+    settings
+}
+
+/// Sets the brokers' `kafka.request.logger` level (DEBUG logs every request, with `acks`).
+async fn request_log(level: &str) -> Result<()> {
+    let config = cluster::java_client_properties("admin");
+    for broker in ["1", "2", "3"] {
+        run_kafka_tool(
+            "kafka.admin.ConfigCommand",
+            &[
+                "--bootstrap-server",
+                cluster::BOOTSTRAP,
+                "--command-config",
+                &config.display().to_string(),
+                "--alter",
+                "--entity-type",
+                "broker-loggers",
+                "--entity-name",
+                broker,
+                "--add-config",
+                &format!("kafka.request.logger={level}"),
+            ],
+            Duration::from_secs(60),
+        )
+        .await
+        .with_context(|| format!("setting broker {broker}'s request log to {level}"))?;
     }
-    callstream_platform::admin::await_leaders(&admin(settings)?, cluster::BOOTSTRAP, &[(name, 1)])
-        .await?;
     Ok(())
 }
 
-/// The producer ids the partition's leader keeps state for (idempotent producers only).
-async fn producer_ids(topic: &str) -> Result<Vec<String>> {
-    let config = cluster::java_client_properties("admin");
-    let out = run_kafka_tool(
-        "org.apache.kafka.tools.TransactionsCommand",
-        &[
-            "--bootstrap-server",
-            cluster::BOOTSTRAP,
-            "--command-config",
-            &config.display().to_string(),
-            "describe-producers",
-            "--topic",
-            topic,
-            "--partition",
-            "0",
-        ],
-        Duration::from_secs(60),
-    )
-    .await?;
-    Ok(out
-        .stdout
-        .lines()
-        .filter_map(|line| line.split_whitespace().next())
-        .filter(|id| id.parse::<i64>().is_ok())
-        .map(str::to_owned)
-        .collect())
+/// The request-log lines of `client_id`'s `api` requests, on every broker.
+fn logged(client_id: &str, api: &str) -> Vec<String> {
+    let (client, api) = (
+        format!("\"clientId\":\"{client_id}\""),
+        format!("\"requestApiKeyName\":\"{api}\""),
+    );
+    (1..=3)
+        .flat_map(|node| {
+            let log = cluster::dir().join(format!("node-{node}/kafka.log"));
+            std::fs::read_to_string(log)
+                .unwrap_or_default()
+                .lines()
+                .filter(|l| l.contains(&client) && l.contains(&api))
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        })
+        .collect()
 }
 
-fn record<'a>(topic: &'a str) -> Outgoing<'a> {
-    Outgoing {
-        topic,
-        key: "durability-probe",
-        payload: b"probe",
-        headers: &[],
+/// Waits (the log is written as requests complete) until `client_id` has `api` requests
+/// logged, and returns them.
+async fn wait_logged(client_id: &str, api: &str) -> Result<Vec<String>> {
+    for _ in 0..100 {
+        let lines = logged(client_id, api);
+        if !lines.is_empty() {
+            return Ok(lines);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    bail!("no {api} request of {client_id} in the brokers' request log")
+}
+
+/// Every Produce request of `client_id` asked all in-sync replicas, and the client asked
+/// for a producer id first.
+async fn assert_durable(client_id: &str) -> Result<()> {
+    let produces = wait_logged(client_id, "PRODUCE").await?;
+    for line in &produces {
+        assert!(
+            line.contains("\"acks\":-1"),
+            "{client_id} produced without acks=all: {line}"
+        );
+    }
+    wait_logged(client_id, "INIT_PRODUCER_ID")
+        .await
+        .with_context(|| format!("{client_id} is not idempotent"))?;
+    println!(
+        "{client_id}: {} Produce requests, all acks=-1, idempotent",
+        produces.len()
+    );
+    Ok(())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -92,8 +125,8 @@ async fn producers_and_topics_on_the_cluster_are_durable_as_read_back() -> Resul
         .iter()
         .map(|s| s.name.clone())
         .collect();
-    let client = admin(&settings)?;
-    let metadata = client
+    let brokers = admin(&settings)?;
+    let metadata = brokers
         .inner()
         .fetch_metadata(None, Duration::from_secs(30))
         .context("cluster metadata")?;
@@ -109,7 +142,7 @@ async fn producers_and_topics_on_the_cluster_are_durable_as_read_back() -> Resul
     }
     let resources: Vec<ResourceSpecifier> =
         names.iter().map(|n| ResourceSpecifier::Topic(n)).collect();
-    let configs = client
+    let configs = brokers
         .describe_configs(&resources, &AdminOptions::new())
         .await?;
     for (name, config) in names.iter().zip(configs) {
@@ -127,99 +160,75 @@ async fn producers_and_topics_on_the_cluster_are_durable_as_read_back() -> Resul
         names.len()
     );
 
-    // A partition with one replica that asks two in sync: only acks=all is refused there.
-    let short = unique_name("durability-short");
-    create(&settings, &short, 1, "2").await?;
-    let healthy = unique_name("durability-healthy");
-    create(&settings, &healthy, 3, "2").await?;
-    let plain = unique_name("durability-plain");
-    create(&settings, &plain, 3, "2").await?;
-
-    // Control: a producer with acks=1 and no idempotence is accepted by the short partition,
-    // and the broker keeps no producer state for it.
-    let mut control: ClientConfig = settings.base_config();
-    control
-        .set("acks", "1")
-        .set("enable.idempotence", "false")
-        .set("message.timeout.ms", "10000");
-    let control: FutureProducer = control.create()?;
-    for topic in [&short, &plain] {
-        control
-            .send(
-                FutureRecord::to(topic).key("k").payload("control"),
-                Timeout::Never,
-            )
-            .await
-            .map_err(|(e, _)| anyhow::anyhow!("the acks=1 control to {topic}: {e}"))?;
+    let topic = unique_name("durability");
+    let spec = NewTopic::new(&topic, 3, TopicReplication::Fixed(3));
+    let options = AdminOptions::new().operation_timeout(Some(Duration::from_secs(30)));
+    for result in brokers.create_topics([&spec], &options).await? {
+        result.map_err(|(topic, code)| anyhow::anyhow!("creating {topic}: {code}"))?;
     }
-    assert!(
-        producer_ids(&plain).await?.is_empty(),
-        "a plain producer left state"
-    );
+    callstream_platform::admin::await_leaders(&brokers, cluster::BOOTSTRAP, &[(&topic, 3)]).await?;
+    request_log("DEBUG").await?;
+    let checked = produce_and_check(&settings, &topic).await;
+    // Back to quiet whatever happened: the next tests and the log's readers need it.
+    request_log("WARN").await?;
+    brokers.delete_topics(&[&topic], &options).await?;
+    checked
+}
 
-    // The gateway's publisher, built as the gateway builds it.
-    let tuning = ProducerTuning {
-        produce_timeout: PROBE_TIMEOUT,
-        linger: Duration::from_millis(2),
-    };
-    let gateway = Publisher::new(settings.clone(), tuning)?;
-    match gateway.publish(record(&short)).await {
-        Ok(at) => bail!("the gateway's record was acknowledged below min.insync.replicas: {at:?}"),
-        Err(e) => println!("gateway publisher on a partition short of replicas: {e}"),
-    }
-    gateway
-        .publish(record(&healthy))
-        .await
-        .context("the gateway's publisher on a healthy partition")?;
-    assert!(
-        !producer_ids(&healthy).await?.is_empty(),
-        "the broker knows no idempotent producer after the gateway's record"
-    );
-
-    // The runtime's transactional producer, from the config every processor uses.
-    let transactional = unique_name("durability-tx");
-    let mut config = settings.transactional_producer_config(&transactional);
-    config.set("message.timeout.ms", PROBE_TIMEOUT.as_millis().to_string());
+async fn produce_and_check(settings: &KafkaSettings, topic: &str) -> Result<()> {
+    // Control: a producer with acks=1 and no idempotence shows as such.
+    let plain = client(settings, "durability-plain");
+    let mut config: ClientConfig = plain.base_config();
+    config.set("acks", "1").set("enable.idempotence", "false");
     let producer: FutureProducer = config.create()?;
-    producer.init_transactions(Timeout::After(Duration::from_secs(30)))?;
-    producer.begin_transaction()?;
-    let delivery = producer
+    producer
         .send(
-            FutureRecord::to(&short).key("k").payload("tx"),
+            FutureRecord::to(topic).key("k").payload("plain"),
             Timeout::Never,
         )
-        .await;
-    let committed = producer.commit_transaction(Timeout::After(Duration::from_secs(30)));
-    if delivery.is_ok() && committed.is_ok() {
-        bail!("a transaction was committed on a partition short of in-sync replicas");
-    }
-    println!(
-        "transactional producer on a partition short of replicas: {:?} / {:?}",
-        delivery.err().map(|(e, _)| e.to_string()),
-        committed.err().map(|e| e.to_string())
+        .await
+        .map_err(|(e, _)| anyhow::anyhow!("the plain producer: {e}"))?;
+    let produces = wait_logged(&plain.client_id, "PRODUCE").await?;
+    assert!(
+        produces.iter().all(|l| l.contains("\"acks\":1")),
+        "{produces:?}"
     );
-    let healthy_tx = unique_name("durability-healthy-tx");
-    create(&settings, &healthy_tx, 3, "2").await?;
-    let producer: FutureProducer = settings
-        .transactional_producer_config(&unique_name("durability-tx2"))
+    assert!(logged(&plain.client_id, "INIT_PRODUCER_ID").is_empty());
+
+    // The gateway's publisher, built as the gateway builds it.
+    let gateway = client(settings, "durability-gateway");
+    let tuning = ProducerTuning {
+        produce_timeout: Duration::from_secs(10),
+        linger: Duration::from_millis(2),
+    };
+    let publisher = Publisher::new(gateway.clone(), tuning)?;
+    for key in ["a", "b", "c"] {
+        publisher
+            .publish(Outgoing {
+                topic,
+                key,
+                payload: b"webhook",
+                headers: &[],
+            })
+            .await
+            .context("the gateway's publisher")?;
+    }
+    assert_durable(&gateway.client_id).await?;
+
+    // The transactional producer, from the config every processor's runtime uses.
+    let runtime = client(settings, "durability-runtime");
+    let producer: FutureProducer = runtime
+        .transactional_producer_config(&unique_name("durability-tx"))
         .create()?;
     producer.init_transactions(Timeout::After(Duration::from_secs(30)))?;
     producer.begin_transaction()?;
     producer
         .send(
-            FutureRecord::to(&healthy_tx).key("k").payload("tx"),
+            FutureRecord::to(topic).key("k").payload("tx"),
             Timeout::Never,
         )
         .await
         .map_err(|(e, _)| anyhow::anyhow!("transactional send: {e}"))?;
     producer.commit_transaction(Timeout::After(Duration::from_secs(30)))?;
-    assert!(
-        !producer_ids(&healthy_tx).await?.is_empty(),
-        "the broker knows no idempotent producer after a transaction"
-    );
-
-    let options = AdminOptions::new().operation_timeout(Some(Duration::from_secs(30)));
-    let created = [&short, &healthy, &plain, &healthy_tx].map(String::as_str);
-    client.delete_topics(&created, &options).await?;
-    Ok(())
+    assert_durable(&runtime.client_id).await
 }

@@ -215,24 +215,42 @@ async fn check_roles(db: &TestDatabase, names: &RoleNames) -> Result<()> {
     Ok(())
 }
 
-/// `callstream operator-api` with `url`: it must stop at start, and say why on stderr.
+/// `callstream operator-api` with `url`: it must stop at start (within 60 s), and say why on
+/// stderr.
 fn operator_api_refuses(url: &str) -> Result<String> {
-    let out = std::process::Command::new(callstream_e2e::callstream_bin()?)
+    let stderr_path = std::env::temp_dir().join(callstream_e2e::unique_name("operator-api-err"));
+    let mut child = std::process::Command::new(callstream_e2e::callstream_bin()?)
         .arg("operator-api")
         .env("DATABASE_URL", url)
         .env_remove("DATABASE_URL_FILE")
+        .env("RUST_BACKTRACE", "0")
         .env("CALLSTREAM_OPERATOR_API_LISTEN", "127.0.0.1:0")
         .env("CALLSTREAM_OPERATOR_API_ADMIN_LISTEN", "127.0.0.1:0")
         .env(
             "KAFKA_BOOTSTRAP_SERVERS",
             callstream_e2e::bootstrap_servers(),
         )
-        .output()?;
-    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
-    if out.status.success() {
-        bail!("the operator API started with {url}: {stderr}");
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&stderr_path)?)
+        .spawn()?;
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break Some(status);
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let stderr = std::fs::read_to_string(&stderr_path).unwrap_or_default();
+    let _ = std::fs::remove_file(&stderr_path);
+    match status {
+        Some(status) if !status.success() => Ok(stderr),
+        _ => bail!("the operator API started with {url}: {stderr}"),
     }
-    Ok(stderr)
 }
 
 /// On the cluster's Postgres (TLS and SCRAM only): each role's URL connects over TLS with the
