@@ -19,10 +19,11 @@
 //!   topics `<app>-<store>-changelog`, which it creates when missing, reads to restore and
 //!   writes, so topics prefixed `<app>-`; and the dead-letter topic, which it writes (and whose
 //!   settings it checks at start). The changelog prefix also matches design topics that start
-//!   with an app id: `contact-` matches `contact-commands` (which the contact processor reads)
-//!   and `contact-state` (which it writes), `notifier-` matches `notifier-signals` (the
-//!   notifier's own); so the contact processor could also write `contact-commands`, the one
-//!   grant wider than its code needs, kept rather than naming every store's changelog.
+//!   with an app id: `contact-` matches `contact-commands` (which the contact processor only
+//!   reads) and `contact-state` (which it writes), `notifier-` matches `notifier-signals` (the
+//!   notifier's own). On such a topic a write or create that the row does not grant is denied
+//!   by a literal `DENY` binding (Kafka's deny wins over any allow), so the contact processor
+//!   cannot write `contact-commands`.
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -335,7 +336,13 @@ pub enum Op {
     DescribeConfigs,
 }
 
-/// One ACL: `principal` is allowed `op` on the resource, from any host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Permission {
+    Allow,
+    Deny,
+}
+
+/// One ACL: `principal` is allowed (or denied) `op` on the resource, from any host.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Binding {
     pub principal: String,
@@ -343,6 +350,7 @@ pub struct Binding {
     pub pattern: Pattern,
     pub name: String,
     pub op: Op,
+    pub permission: Permission,
 }
 
 /// The cluster resource's name in Kafka.
@@ -368,9 +376,13 @@ impl fmt::Display for Binding {
             Op::Describe => "DESCRIBE",
             Op::DescribeConfigs => "DESCRIBE_CONFIGS",
         };
+        let permission = match self.permission {
+            Permission::Allow => "ALLOW",
+            Permission::Deny => "DENY",
+        };
         write!(
             f,
-            "{}\t{resource}\t{pattern}\t{}\t{op}\tALLOW",
+            "{}\t{resource}\t{pattern}\t{}\t{op}\t{permission}",
             self.principal, self.name
         )
     }
@@ -386,14 +398,16 @@ pub fn bindings(prefix: &str) -> BTreeSet<Binding> {
     };
     for service in SERVICES {
         let principal = format!("User:{}", service.user);
+        let mut granted = BTreeSet::new();
         let mut add = |resource, pattern, name: String, ops: &[Op]| {
             for &op in ops {
-                out.insert(Binding {
+                granted.insert(Binding {
                     principal: principal.clone(),
                     resource,
                     pattern,
                     name: name.clone(),
                     op,
+                    permission: Permission::Allow,
                 });
             }
         };
@@ -419,8 +433,7 @@ pub fn bindings(prefix: &str) -> BTreeSet<Binding> {
                 format!("{app}-"),
                 &[Write, Describe],
             );
-            let changelogs = &[Create, Describe, DescribeConfigs, Read, Write];
-            add(Topic, Prefixed, format!("{app}-"), changelogs);
+            add(Topic, Prefixed, format!("{app}-"), CHANGELOG_OPS);
             let dead_letters = format!("{prefix}{DEAD_LETTERS}");
             add(
                 Topic,
@@ -438,9 +451,44 @@ pub fn bindings(prefix: &str) -> BTreeSet<Binding> {
         for g in service.described_groups {
             add(Group, Prefixed, id(g), &[Describe]);
         }
+        if service.processor {
+            let changelog_prefix = format!("{}-", service.user);
+            for t in topic::ALL
+                .iter()
+                .filter(|t| t.starts_with(&changelog_prefix))
+            {
+                let name = format!("{prefix}{t}");
+                // Only what changes a topic: a read or describe the row lacks is harmless.
+                for op in [Op::Write, Op::Create] {
+                    let literal = |b: &Binding| {
+                        b.resource == Topic && b.pattern == Literal && b.name == name && b.op == op
+                    };
+                    if !granted.iter().any(literal) {
+                        out.insert(Binding {
+                            principal: principal.clone(),
+                            resource: Topic,
+                            pattern: Literal,
+                            name: name.clone(),
+                            op,
+                            permission: Permission::Deny,
+                        });
+                    }
+                }
+            }
+        }
+        out.extend(granted);
     }
     out
 }
+
+/// What a processor may do on topics behind its changelog prefix.
+const CHANGELOG_OPS: &[Op] = &[
+    Op::Create,
+    Op::Describe,
+    Op::DescribeConfigs,
+    Op::Read,
+    Op::Write,
+];
 
 /// The file ClusterAdmin.java applies: a comment, then one binding a line.
 pub fn render(prefix: &str) -> String {
@@ -467,7 +515,7 @@ mod tests {
         op: Op,
     ) -> bool {
         let principal = format!("User:{user}");
-        bindings.iter().any(|b| {
+        let matches = |b: &&Binding| {
             b.principal == principal
                 && b.resource == res
                 && b.op == op
@@ -475,7 +523,66 @@ mod tests {
                     Pattern::Literal => b.name == name,
                     Pattern::Prefixed => name.starts_with(&b.name),
                 }
-        })
+        };
+        // As Kafka decides: a matching deny wins over any allow.
+        let mut found = bindings.iter().filter(matches);
+        found.clone().any(|b| b.permission == Permission::Allow)
+            && !found.any(|b| b.permission == Permission::Deny)
+    }
+
+    #[test]
+    fn a_changelog_prefix_never_lets_a_processor_write_a_design_topic_it_only_reads() {
+        let b = bindings("t1-");
+        use Op::*;
+        use Resource::Topic;
+        assert!(allowed(&b, "contact", Topic, "t1-contact-commands", Read));
+        assert!(!allowed(&b, "contact", Topic, "t1-contact-commands", Write));
+        assert!(!allowed(
+            &b,
+            "contact",
+            Topic,
+            "t1-contact-commands",
+            Create
+        ));
+        assert!(allowed(&b, "contact", Topic, "t1-contact-state", Write));
+        assert!(allowed(
+            &b,
+            "contact",
+            Topic,
+            "t1-contact-contacts-changelog",
+            Write
+        ));
+        assert!(allowed(&b, "notifier", Topic, "t1-notifier-signals", Write));
+        assert!(allowed(&b, "notifier", Topic, "t1-notifier-signals", Read));
+        // Every design topic's writers are exactly the rows that list it.
+        for t in topic::ALL {
+            for s in SERVICES {
+                let may = allowed(&b, s.user, Topic, &format!("t1-{t}"), Write);
+                let dead_letters = s.processor && *t == DEAD_LETTERS;
+                assert_eq!(
+                    may,
+                    s.writes.contains(t) || dead_letters,
+                    "{} on {t}",
+                    s.user
+                );
+            }
+        }
+    }
+
+    /// xtask does not depend on the platform crate (it builds before anything else), so the
+    /// table's topic names are held to the platform's by reading its source.
+    #[test]
+    fn the_topic_names_are_the_platforms() {
+        let source = include_str!("../../../platform/src/topics.rs");
+        let platform: BTreeSet<&str> = source
+            .lines()
+            .filter_map(|line| line.strip_prefix("pub const "))
+            .filter_map(|rest| rest.split_once(": &str = \""))
+            .filter_map(|(_, value)| value.strip_suffix("\";"))
+            .collect();
+        let ours: BTreeSet<&str> = topic::ALL.iter().copied().collect();
+        assert_eq!(ours, platform);
+        assert_eq!(ours.len(), topic::ALL.len());
     }
 
     #[test]
