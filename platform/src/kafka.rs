@@ -81,6 +81,34 @@ impl KafkaSettings {
         })
     }
 
+    /// Adds the properties of a config file's `[kafka]` table beneath the environment's: a
+    /// property a `KAFKA_*` variable sets keeps that value, and the file's
+    /// `bootstrap.servers` applies unless `bootstrap_from_env` (`KAFKA_BOOTSTRAP_SERVERS`
+    /// was set). `origin` names the file in errors.
+    pub fn with_file_properties(
+        mut self,
+        origin: &str,
+        file: Vec<(String, String)>,
+        bootstrap_from_env: bool,
+    ) -> Result<Self, PropertyError> {
+        for (property, value) in file {
+            properties::check(
+                &format!("[kafka] {property} in {origin}"),
+                &property,
+                &value,
+            )?;
+            if property == "bootstrap.servers" {
+                if !bootstrap_from_env {
+                    self.bootstrap_servers = value;
+                }
+            } else if !self.properties.iter().any(|(p, _)| *p == property) {
+                self.properties.push((property, value));
+            }
+        }
+        self.properties.sort();
+        Ok(self)
+    }
+
     /// Settings every client shares.
     pub fn base_config(&self) -> ClientConfig {
         let mut config = ClientConfig::new();

@@ -102,6 +102,23 @@ pub fn from_vars(
     Ok(out)
 }
 
+/// Checks a property that a config file sets (`origin` says where, e.g. `[kafka] acks in
+/// gateway.toml`), by the rules of the variables: nothing protected, nothing empty.
+pub fn check(origin: &str, property: &str, value: &str) -> Result<(), PropertyError> {
+    if PROTECTED.contains(&property) {
+        return Err(PropertyError::Protected {
+            variable: origin.to_owned(),
+            property: property.to_owned(),
+        });
+    }
+    if value.trim().is_empty() {
+        return Err(PropertyError::Empty {
+            variable: origin.to_owned(),
+        });
+    }
+    Ok(())
+}
+
 /// Whether a property holds a secret, which is never logged or printed.
 pub fn is_secret(property: &str) -> bool {
     ["password", "secret", "jaas", "key.pem", "token"]

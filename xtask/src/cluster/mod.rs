@@ -263,17 +263,33 @@ fn format_storage(
         users.len()
     );
     let mut running = Vec::new();
+    let mut arg_files = Vec::new();
     for node in nodes {
-        let mut cmd = kafka::tool_command(layout, java);
-        cmd.arg("kafka.tools.StorageTool")
-            .args(["format", "--ignore-formatted", "-t", &cluster_id, "-c"])
-            .arg(node.properties());
+        let mut args = vec![
+            "kafka.tools.StorageTool".to_string(),
+            "format".into(),
+            "--ignore-formatted".into(),
+            "-t".into(),
+            cluster_id.clone(),
+            "-c".into(),
+            node.properties().display().to_string(),
+        ];
         for (user, password) in users {
-            cmd.arg("--add-scram").arg(format!(
+            args.push("--add-scram".into());
+            args.push(format!(
                 "{}=[name={user},password={password}]",
                 config::SCRAM_MECHANISM
             ));
         }
+        // The passwords go in a java argument file (mode 0600, beside the password files,
+        // deleted after), not on the command line, where any user's `ps` would show them.
+        let arg_file = layout
+            .cluster_secrets()
+            .join(format!("format-node-{}.args", node.id));
+        write_private(&arg_file, &java_arg_file(&args))?;
+        let mut cmd = kafka::tool_command(layout, java);
+        cmd.arg(format!("@{}", arg_file.display()));
+        arg_files.push(arg_file);
         cmd.stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -293,10 +309,21 @@ fn format_storage(
             ));
         }
     }
+    for file in arg_files {
+        let _ = fs::remove_file(file);
+    }
     if !failures.is_empty() {
         bail!("kafka-storage format failed:\n{}", failures.join("\n"));
     }
     Ok(())
+}
+
+/// A java launcher argument file (`java @file`): one argument a line, each quoted, with `\`
+/// and `"` escaped, so spaces in paths survive.
+fn java_arg_file(args: &[String]) -> String {
+    args.iter()
+        .map(|a| format!("\"{}\"\n", a.replace('\\', "\\\\").replace('"', "\\\"")))
+        .collect()
 }
 
 fn start_broker(layout: &Layout, java: &Path, node: &Node) -> Result<u32> {
@@ -606,6 +633,12 @@ pub fn print_status(layout: &Layout) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn java_argument_files_quote_every_argument() {
+        let args = ["a b".to_string(), "x\\y\"z".to_string()];
+        assert_eq!(java_arg_file(&args), "\"a b\"\n\"x\\\\y\\\"z\"\n");
+    }
 
     #[test]
     fn cluster_ids_read_as_kafka_uuids() {

@@ -3,10 +3,12 @@
 //! keys and hashes launch tokens, so a bad secret stops start-up instead of
 //! failing requests later.
 
+use std::collections::BTreeMap;
 use std::num::NonZeroU32;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use callstream_platform::kafka::properties::is_secret;
 use callstream_platform::settings::{check_secret, SecretKind};
 use callstream_platform::{KafkaSettings, Topics};
 use serde::Deserialize;
@@ -104,10 +106,50 @@ pub struct FileConfig {
     pub header_read_timeout_ms: Option<u64>,
     pub idle_timeout_ms: Option<u64>,
     pub max_connections: Option<usize>,
+    /// librdkafka properties by name (`"security.protocol" = "SASL_SSL"`); a secret one
+    /// only from a source (`"sasl.password" = { file = "/run/secrets/kafka" }`). A
+    /// `KAFKA_*` variable wins over the same property here.
+    #[serde(default)]
+    pub kafka: BTreeMap<String, KafkaValue>,
     #[serde(default)]
     pub integrations: Vec<FileIntegration>,
     #[serde(default)]
     pub tenants: Vec<FileTenant>,
+}
+
+/// A value of the `[kafka]` table.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum KafkaValue {
+    Text(String),
+    Number(i64),
+    Bool(bool),
+    Secret(SecretSource),
+}
+
+impl FileConfig {
+    /// The `[kafka]` table's properties with their secrets read.
+    fn kafka_properties(&self, env: &dyn Lookup) -> Result<Vec<(String, String)>, ConfigError> {
+        let mut out = Vec::new();
+        for (property, value) in &self.kafka {
+            let value = match value {
+                KafkaValue::Text(_) | KafkaValue::Number(_) | KafkaValue::Bool(_)
+                    if is_secret(property) =>
+                {
+                    return Err(invalid(format!(
+                        "[kafka] {property}: a secret is never written in the config file; \
+                         name its source instead ({{ file = \"...\" }} or {{ env = \"...\" }})"
+                    )))
+                }
+                KafkaValue::Text(text) => text.clone(),
+                KafkaValue::Number(n) => n.to_string(),
+                KafkaValue::Bool(b) => b.to_string(),
+                KafkaValue::Secret(source) => source.read(env)?,
+            };
+            out.push((property.clone(), value));
+        }
+        Ok(out)
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -159,6 +201,13 @@ impl FileConfig {
         topics: Topics,
         env: &dyn Lookup,
     ) -> Result<GatewayConfig, ConfigError> {
+        let kafka = kafka
+            .with_file_properties(
+                "the gateway's config file",
+                self.kafka_properties(env)?,
+                env.var("KAFKA_BOOTSTRAP_SERVERS").is_some(),
+            )
+            .map_err(|e| invalid(e.to_string()))?;
         let mut config = GatewayConfig::new(kafka, topics);
         if let Some(listen) = &self.listen {
             config.listen = parse_listen(listen)?;

@@ -299,3 +299,62 @@ fn serve_limits_come_from_the_file_then_the_environment_and_zero_is_refused() {
         assert!(error.contains(setting), "{error}");
     }
 }
+
+#[test]
+fn a_kafka_table_sets_client_properties_beneath_the_environment() {
+    let text = r#"
+[kafka]
+"bootstrap.servers" = "b1:9093,b2:9093"
+"security.protocol" = "SASL_SSL"
+"sasl.mechanism" = "SCRAM-SHA-512"
+"sasl.username" = "gateway"
+"sasl.password" = { env = "KAFKA_SECRET" }
+"socket.timeout.ms" = 30000
+"#;
+    let file: FileConfig = toml::from_str(text).unwrap();
+    let lookup = FakeEnv(HashMap::from([("KAFKA_SECRET", "s3cret")]));
+    let mut from_env = KafkaSettings::new("127.0.0.1:9092", "t");
+    from_env.properties = vec![("sasl.mechanism".into(), "PLAIN".into())];
+    let config = file.resolve(from_env, Topics::default(), &lookup).unwrap();
+    let props: std::collections::BTreeMap<_, _> = config.kafka.properties.iter().cloned().collect();
+    assert_eq!(config.kafka.bootstrap_servers, "b1:9093,b2:9093");
+    assert_eq!(props["security.protocol"], "SASL_SSL");
+    assert_eq!(props["sasl.password"], "s3cret");
+    assert_eq!(props["socket.timeout.ms"], "30000");
+    // The environment's value wins.
+    assert_eq!(props["sasl.mechanism"], "PLAIN");
+
+    // KAFKA_BOOTSTRAP_SERVERS in the environment wins over the file's.
+    let file: FileConfig = toml::from_str(text).unwrap();
+    let lookup = FakeEnv(HashMap::from([
+        ("KAFKA_SECRET", "s3cret"),
+        ("KAFKA_BOOTSTRAP_SERVERS", "env:9092"),
+    ]));
+    let config = file
+        .resolve(
+            KafkaSettings::new("env:9092", "t"),
+            Topics::default(),
+            &lookup,
+        )
+        .unwrap();
+    assert_eq!(config.kafka.bootstrap_servers, "env:9092");
+}
+
+#[test]
+fn a_kafka_table_refuses_protected_properties_and_inline_secrets() {
+    for (text, expected) in [
+        ("[kafka]\nacks = \"1\"\n", "acks"),
+        (
+            "[kafka]\n\"enable.idempotence\" = false\n",
+            "enable.idempotence",
+        ),
+        (
+            "[kafka]\n\"sasl.password\" = \"inline\"\n",
+            "never written in the config file",
+        ),
+        ("[kafka]\n\"ssl.ca.location\" = \"\"\n", "empty"),
+    ] {
+        let err = resolve(text).unwrap_err().to_string();
+        assert!(err.contains(expected), "{text}: {err}");
+    }
+}
