@@ -254,7 +254,8 @@ pub const SERVICES: &[Service] = &[
             CONTROL_HISTORY,
             DEAD_LETTERS,
         ],
-        writes: NONE,
+        // An unappliable record opens an exception (projections/src/report.rs).
+        writes: &[EXCEPTIONS],
         describes: NONE,
         processor: false,
         groups: &[Id::Fixed("callstream-projections")],
@@ -700,5 +701,23 @@ mod tests {
             &"User:control\tTRANSACTIONAL_ID\tPREFIXED\tcallstream-control-apply-\tWRITE\tALLOW"
         ));
         assert!(lines.contains(&"User:notifier\tGROUP\tPREFIXED\tcontact\tDESCRIBE\tALLOW"));
+    }
+
+    /// docker-compose.yml's `acls` service applies deploy/kafka/acls.tsv: this table without a
+    /// topic prefix, as `render("")` writes it. After a change to the table, write the file
+    /// anew with `XTASK_WRITE_DEPLOY_ACLS=1 cargo test -p xtask deploy_acls` and check it in.
+    #[test]
+    fn the_deploy_acls_file_is_the_rendered_table() {
+        let rendered = render("");
+        if std::env::var_os("XTASK_WRITE_DEPLOY_ACLS").is_some() {
+            let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy/kafka/acls.tsv");
+            std::fs::write(path, &rendered).unwrap();
+            return;
+        }
+        assert!(
+            include_str!("../../../deploy/kafka/acls.tsv") == rendered,
+            "deploy/kafka/acls.tsv is not the table of xtask/src/cluster/acls.rs: write it anew \
+             with `XTASK_WRITE_DEPLOY_ACLS=1 cargo test -p xtask deploy_acls` and check it in"
+        );
     }
 }

@@ -560,12 +560,15 @@ pub fn reset(layout: &Layout) -> Result<()> {
     Ok(())
 }
 
-/// One line a broker, then where the clients' settings are (paths only).
 /// The environment that points callstream's clients at the cluster as `user`: the
-/// `KAFKA_<PROPERTY>` variables every service reads, the password from its file.
+/// `KAFKA_<PROPERTY>` variables every service reads, the password from its file, and the
+/// replication of the topics a processor creates.
 pub fn client_env(layout: &Layout, user: &str) -> Vec<(&'static str, String)> {
     vec![
         ("KAFKA_BOOTSTRAP_SERVERS", config::bootstrap()),
+        // The topics a processor creates (changelogs, dead letters) as the design's are.
+        ("CALLSTREAM_REPLICATION_FACTOR", "3".into()),
+        ("CALLSTREAM_MIN_INSYNC_REPLICAS", "2".into()),
         ("KAFKA_SECURITY_PROTOCOL", "SASL_SSL".into()),
         ("KAFKA_SASL_MECHANISM", "SCRAM-SHA-512".into()),
         ("KAFKA_SASL_USERNAME", user.into()),
@@ -583,6 +586,7 @@ pub fn client_env(layout: &Layout, user: &str) -> Vec<(&'static str, String)> {
     ]
 }
 
+/// One line a broker, its Postgres, then where the clients' settings are (paths only).
 pub fn describe(layout: &Layout) -> Vec<String> {
     if !layout.cluster_dir().exists() {
         return vec!["cluster: not set up (`cargo xtask up --cluster` starts it)".into()];
