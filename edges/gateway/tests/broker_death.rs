@@ -12,11 +12,11 @@
 //! line, the longest stall (the longest time without a 202) and how long after each kill the
 //! gateway answered 202 again for every request; it asserts outcomes, never durations.
 //!
-//! Not yet in the cluster phase of `cargo xtask test`: after the double kill it gives the
-//! gateway a fixed 10 s to answer 202 again, which a loaded machine can miss. Run it with
-//! `cargo xtask up --cluster` and `cargo xtask test -p callstream-gateway --test broker_death
-//! -- --ignored --nocapture`. It starts each broker again with the command line `xtask up
-//! --cluster` gave it.
+//! Not yet in the cluster phase of `cargo xtask test`: it takes two minutes (30 s of them the
+//! wait the scenario asks for), which the suite's time on CI cannot spare until another part
+//! gets shorter. Run it by hand after `cargo xtask up --cluster` with `cargo xtask test -p
+//! callstream-gateway --test broker_death -- --ignored --nocapture`. It starts each broker
+//! again with the command line `xtask up --cluster` gave it.
 #![allow(clippy::unwrap_used)]
 
 mod support;
@@ -273,8 +273,23 @@ async fn brokers_die_under_load_and_every_202_is_on_the_topic() {
     tokio::time::sleep(Duration::from_secs(8)).await;
     let both_restarted = start.elapsed();
     restart(&launches);
+    // With two of three controllers gone no in-sync set shrank, so the metadata says "all in
+    // sync" before the brokers are even up: wait for the gateway's own 202 instead.
     let pair_rejoined = wait_all_in_sync(&kafka, &topic).await;
-    tokio::time::sleep(Duration::from_secs(10)).await;
+    let serving = Instant::now();
+    while !answers
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|a| a.sent > both_restarted && a.status == StatusCode::ACCEPTED)
+    {
+        assert!(
+            serving.elapsed() < Duration::from_secs(180),
+            "the gateway did not answer 202 within 180 s of the brokers' restart"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(5)).await;
     stop.send(true).unwrap();
     load.await.unwrap();
 
@@ -391,7 +406,8 @@ async fn brokers_die_under_load_and_every_202_is_on_the_topic() {
             "gateway_serving_again_after_double_kill_restart_ms": ms(serving_again(&answers, both_restarted, Duration::MAX)),
             "first_broker_back_in_sync_after_restart_ms": first_rejoined.as_millis() as u64,
             "second_broker_back_in_sync_after_restart_ms": second_rejoined.as_millis() as u64,
-            "both_back_in_sync_after_restart_ms": pair_rejoined.as_millis() as u64,
+            // Not a broker's recovery: the metadata's in-sync sets never shrank (see above).
+            "both_in_sync_by_metadata_after_restart_ms": pair_rejoined.as_millis() as u64,
             "killed": [first, second],
         })
     );
