@@ -67,7 +67,7 @@ pub fn create_topics(layout: &Layout) -> Result<Topics> {
 
 /// Builds `callstream` and creates the design's topics on the three-broker cluster, as its
 /// admin, with the cluster defaults (3 replicas, 2 in sync).
-pub fn create_cluster_topics(layout: &Layout) -> Result<()> {
+fn create_cluster_topics(layout: &Layout) -> Result<()> {
     let status = build_callstream(layout)?;
     if !status.success() {
         bail!("`cargo build -p callstream` failed ({status}); no topics created on the cluster");
@@ -85,6 +85,14 @@ pub fn create_cluster_topics(layout: &Layout) -> Result<()> {
         bail!("`callstream topics create` on the cluster failed ({status})");
     }
     Ok(())
+}
+
+/// `up --cluster`: the three brokers, the design's topics on them (which builds `callstream`),
+/// then the cluster's Postgres with its roles (which runs it).
+pub fn up_cluster(layout: &Layout) -> Result<()> {
+    crate::cluster::up(layout)?;
+    create_cluster_topics(layout)?;
+    crate::cluster::postgres::up(layout, &layout.callstream_bin())
 }
 
 /// Runs `callstream topics create` against the stack with the binary already built.

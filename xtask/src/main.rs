@@ -202,9 +202,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let layout = Layout::discover();
     let result = match cli.command {
-        Cmd::Up { cluster: true, .. } => cluster::up(&layout)
-            .and_then(|()| cargo_cmds::create_cluster_topics(&layout))
-            .and_then(|()| cluster::postgres::up(&layout, &layout.callstream_bin())),
+        Cmd::Up { cluster: true, .. } => cargo_cmds::up_cluster(&layout),
         Cmd::Up { no_topics, .. } => stack::up(&layout).map(|()| {
             // The stack is up either way; a broken build must not make `up` fail.
             if !no_topics {

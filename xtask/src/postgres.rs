@@ -123,10 +123,57 @@ fn answers_select_1() -> bool {
 /// The pid of our postmaster: first line of our data dir's postmaster.pid, still a postgres
 /// process serving that directory.
 fn our_pid(layout: &Layout) -> Option<u32> {
-    let data = layout.postgres_data();
+    server_pid(&layout.postgres_data())
+}
+
+/// The pid of the postmaster serving `data`: the first line of its postmaster.pid, still a
+/// postgres process for that directory (the dev server's, or the cluster's).
+pub(crate) fn server_pid(data: &Path) -> Option<u32> {
     let pid = procs::read_pid(&data.join("postmaster.pid"))?;
     let cmd = procs::cmdline(pid)?;
     (cmd.contains("postgres") && cmd.contains(&data.display().to_string())).then_some(pid)
+}
+
+/// `pg_ctl start` on `data`, logging to `log`, waiting up to 60 s; a failure quotes the log.
+pub(crate) fn pg_ctl_start(bin: &Bin, data: &Path, log: &Path) -> Result<()> {
+    let mut cmd = as_server_user(&bin.tool("pg_ctl"));
+    cmd.arg("-D")
+        .arg(data)
+        .arg("-l")
+        .arg(log)
+        .args(["-w", "-t", "60", "start"]);
+    if let Err(e) = procs::run_captured(&mut cmd, "pg_ctl start") {
+        bail!(
+            "{e:#}\n--- last lines of {} ---\n{}",
+            log.display(),
+            procs::tail(log, 20)
+        );
+    }
+    Ok(())
+}
+
+/// `pg_ctl stop -m fast` on `data` (`what` names the server in the error).
+pub(crate) fn pg_ctl_stop(data: &Path, what: &str) -> Result<()> {
+    let bin = find_bin().with_context(|| format!("pg_ctl not found, so {what} cannot stop"))?;
+    let mut cmd = as_server_user(&bin.tool("pg_ctl"));
+    cmd.arg("-D")
+        .arg(data)
+        .args(["-m", "fast", "-w", "-t", "60", "stop"]);
+    procs::run_captured(&mut cmd, "pg_ctl stop")?;
+    Ok(())
+}
+
+/// Creates callstream's database unless it exists, through `psql` (one statement, its
+/// output); whether it was created.
+pub(crate) fn ensure_database_with(psql: impl Fn(&str) -> Result<String>) -> Result<bool> {
+    let exists = psql(&format!(
+        "select 1 from pg_database where datname = '{POSTGRES_DB}'"
+    ))?;
+    if exists == "1" {
+        return Ok(false);
+    }
+    psql(&format!("create database {POSTGRES_DB}"))?;
+    Ok(true)
 }
 
 pub fn state(layout: &Layout) -> State {
@@ -187,19 +234,7 @@ fn start(layout: &Layout) -> Result<()> {
     let started = Instant::now();
     let bin = bin_or_install()?;
     init_cluster(layout, &bin)?;
-    let mut cmd = as_server_user(&bin.tool("pg_ctl"));
-    cmd.arg("-D")
-        .arg(layout.postgres_data())
-        .arg("-l")
-        .arg(layout.postgres_log())
-        .args(["-w", "-t", "60", "start"]);
-    if let Err(e) = procs::run_captured(&mut cmd, "pg_ctl start") {
-        bail!(
-            "{e:#}\n--- last lines of {} ---\n{}",
-            layout.postgres_log().display(),
-            procs::tail(&layout.postgres_log(), 20)
-        );
-    }
+    pg_ctl_start(&bin, &layout.postgres_data(), &layout.postgres_log())?;
     wait_ready()?;
     let pid = our_pid(layout).map_or("?".to_string(), |p| p.to_string());
     println!(
@@ -270,13 +305,7 @@ fn wait_ready() -> Result<()> {
 
 fn ensure_database() -> Result<()> {
     let bin = psql_bin();
-    let exists = psql(
-        &bin,
-        "postgres",
-        &format!("select 1 from pg_database where datname = '{POSTGRES_DB}'"),
-    )?;
-    if exists != "1" {
-        psql(&bin, "postgres", &format!("create database {POSTGRES_DB}"))?;
+    if ensure_database_with(|sql| psql(&bin, "postgres", sql))? {
         println!("postgres: created database {POSTGRES_DB}");
     }
     Ok(())
@@ -292,12 +321,7 @@ pub fn down(layout: &Layout) -> Result<()> {
         return Ok(());
     };
     println!("postgres: stopping pid {pid} ...");
-    let bin = find_bin().context("pg_ctl not found, so our Postgres cannot be stopped cleanly")?;
-    let mut cmd = as_server_user(&bin.tool("pg_ctl"));
-    cmd.arg("-D")
-        .arg(layout.postgres_data())
-        .args(["-m", "fast", "-w", "-t", "60", "stop"]);
-    procs::run_captured(&mut cmd, "pg_ctl stop")?;
+    pg_ctl_stop(&layout.postgres_data(), "our Postgres")?;
     println!("postgres: stopped");
     Ok(())
 }

@@ -263,10 +263,7 @@ fn cluster_phase(
         jobs.len()
     );
     let started = Instant::now();
-    let up = crate::cluster::up(layout)
-        .and_then(|()| crate::cargo_cmds::create_cluster_topics(layout))
-        .and_then(|()| crate::cluster::postgres::up(layout, &layout.callstream_bin()));
-    if let Err(e) = up {
+    if let Err(e) = crate::cargo_cmds::up_cluster(layout) {
         let _ = crate::cluster::down(layout);
         return vec![Outcome {
             label: "the cluster (xtask up --cluster)".into(),

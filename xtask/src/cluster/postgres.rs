@@ -18,7 +18,10 @@ use anyhow::{bail, Context, Result};
 use super::tls::TlsFiles;
 use super::{password_file, private_dir, read_password, write_private};
 use crate::layout::{Layout, POSTGRES_DB, POSTGRES_HOST, POSTGRES_USER};
-use crate::postgres::{as_server_user, bin_or_install, find_bin, give_to_server_user};
+use crate::postgres::{
+    as_server_user, bin_or_install, ensure_database_with, find_bin, give_to_server_user,
+    pg_ctl_start, pg_ctl_stop, server_pid,
+};
 use crate::procs;
 
 pub const PORT: u16 = 5433;
@@ -63,10 +66,7 @@ pub fn database_url(layout: &Layout, role: &str, password: &str) -> String {
 }
 
 fn our_pid(layout: &Layout) -> Option<u32> {
-    let data = data(layout);
-    let pid = procs::read_pid(&data.join("postmaster.pid"))?;
-    let cmd = procs::cmdline(pid)?;
-    (cmd.contains("postgres") && cmd.contains(&data.display().to_string())).then_some(pid)
+    server_pid(&data(layout))
 }
 
 fn secret(layout: &Layout, name: &str) -> Result<String> {
@@ -185,41 +185,13 @@ pub fn up(layout: &Layout, callstream: &Path) -> Result<()> {
     init(layout, &admin)?;
     match our_pid(layout) {
         Some(pid) => println!("cluster: Postgres already runs (pid {pid})"),
-        None => {
-            let bin = bin_or_install()?;
-            let mut cmd = as_server_user(&bin.tool("pg_ctl"));
-            cmd.arg("-D")
-                .arg(data(layout))
-                .arg("-l")
-                .arg(log(layout))
-                .args(["-w", "-t", "60", "start"]);
-            if let Err(e) = procs::run_captured(&mut cmd, "pg_ctl start") {
-                bail!(
-                    "{e:#}\n--- last lines of {} ---\n{}",
-                    log(layout).display(),
-                    procs::tail(&log(layout), 20)
-                );
-            }
-        }
+        None => pg_ctl_start(&bin_or_install()?, &data(layout), &log(layout))?,
     }
     procs::wait_for(Duration::from_secs(60), || {
         psql(layout, &admin, "postgres", "select 1")
     })
     .context("the cluster's Postgres did not answer `select 1` over TLS in time")?;
-    let exists = psql(
-        layout,
-        &admin,
-        "postgres",
-        &format!("select 1 from pg_database where datname = '{POSTGRES_DB}'"),
-    )?;
-    if exists != "1" {
-        psql(
-            layout,
-            &admin,
-            "postgres",
-            &format!("create database {POSTGRES_DB}"),
-        )?;
-    }
+    ensure_database_with(|sql| psql(layout, &admin, "postgres", sql))?;
 
     let run = |args: &[&str], url: String, what: &str| -> Result<()> {
         let out = Command::new(callstream)
@@ -268,12 +240,7 @@ pub fn down(layout: &Layout) -> Result<()> {
     let Some(pid) = our_pid(layout) else {
         return Ok(());
     };
-    let bin = find_bin().context("pg_ctl not found, so the cluster's Postgres cannot stop")?;
-    let mut cmd = as_server_user(&bin.tool("pg_ctl"));
-    cmd.arg("-D")
-        .arg(data(layout))
-        .args(["-m", "fast", "-w", "-t", "60", "stop"]);
-    procs::run_captured(&mut cmd, "pg_ctl stop")?;
+    pg_ctl_stop(&data(layout), "the cluster's Postgres")?;
     println!("cluster: Postgres (pid {pid}) stopped");
     Ok(())
 }
