@@ -94,11 +94,7 @@ pub async fn host<P: Processor>(
     let kafka = KafkaSettings::from_env_checked(format!("{app_id}-{}", args.instance_id))
         .context("Kafka client properties from the environment")?;
     let mut config = RuntimeConfig::new(kafka, &app_id, args.instance_id.clone());
-    // Changelogs and the dead-letter topic are replicated as the deployment's topics are
-    // (CALLSTREAM_REPLICATION_FACTOR, CALLSTREAM_MIN_INSYNC_REPLICAS): 3 and 2 on a cluster.
-    let topics = callstream_platform::Topics::from_env().context("topic settings")?;
-    config.changelog_replication_factor = topics.replication_factor;
-    config.changelog_min_insync_replicas = topics.min_insync_replicas;
+    config.replicate_like(&callstream_platform::Topics::from_env().context("topic settings")?);
     config.commit.interval = std::time::Duration::from_millis(args.commit_interval_ms);
     configure(&mut config);
     let health = Health {

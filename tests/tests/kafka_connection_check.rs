@@ -58,22 +58,22 @@ fn tls_asked_of_a_plaintext_listener_is_named_a_tls_failure() {
 fn on_the_cluster_credentials_certificates_and_acls_are_named() -> Result<()> {
     let password = cluster::secret("gateway.password")?;
     let ca = cluster::ca().display().to_string();
-    let cluster =
+    let gateway =
         |password: &str, ca: Option<&str>| cluster::settings_with("gateway", password, ca);
     let timeout = Duration::from_secs(10);
-    check_connection(&cluster(&password, Some(&ca)), &[], timeout)?;
+    check_connection(&gateway(&password, Some(&ca)), &[], timeout)?;
 
-    let err = check_connection(&cluster("wrong", Some(&ca)), &[], timeout).unwrap_err();
+    let err = check_connection(&gateway("wrong", Some(&ca)), &[], timeout).unwrap_err();
     assert!(
         matches!(err, ConnectionError::Authentication { .. }),
         "{err}"
     );
     println!("{err}");
-    let err = check_connection(&cluster(&password, None), &[], timeout).unwrap_err();
+    let err = check_connection(&gateway(&password, None), &[], timeout).unwrap_err();
     assert!(matches!(err, ConnectionError::Tls { .. }), "{err}");
     println!("{err}");
     let err = check_connection(
-        &cluster(&password, Some(&ca)),
+        &gateway(&password, Some(&ca)),
         &["schedule-events".to_owned()],
         timeout,
     )

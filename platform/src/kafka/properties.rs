@@ -78,9 +78,7 @@ pub fn from_vars(
             None => (name, false),
         };
         let property = name.to_ascii_lowercase().replace('_', ".");
-        if PROTECTED.contains(&property.as_str()) {
-            return Err(PropertyError::Protected { variable, property });
-        }
+        refuse_protected(&variable, &property)?;
         let value = if from_file {
             std::fs::read_to_string(value.trim())
                 .map_err(|e| PropertyError::SecretFile {
@@ -93,9 +91,7 @@ pub fn from_vars(
         } else {
             value
         };
-        if value.trim().is_empty() {
-            return Err(PropertyError::Empty { variable });
-        }
+        refuse_empty(&variable, &value)?;
         out.push((property, value));
     }
     out.sort();
@@ -105,12 +101,23 @@ pub fn from_vars(
 /// Checks a property that a config file sets (`origin` says where, e.g. `[kafka] acks in
 /// gateway.toml`), by the rules of the variables: nothing protected, nothing empty.
 pub fn check(origin: &str, property: &str, value: &str) -> Result<(), PropertyError> {
+    refuse_protected(origin, property)?;
+    refuse_empty(origin, value)
+}
+
+/// A property callstream fixes, named by `origin` (a variable, or a file's entry).
+fn refuse_protected(origin: &str, property: &str) -> Result<(), PropertyError> {
     if PROTECTED.contains(&property) {
         return Err(PropertyError::Protected {
             variable: origin.to_owned(),
             property: property.to_owned(),
         });
     }
+    Ok(())
+}
+
+/// A value that is empty (or only whitespace), named by `origin`.
+fn refuse_empty(origin: &str, value: &str) -> Result<(), PropertyError> {
     if value.trim().is_empty() {
         return Err(PropertyError::Empty {
             variable: origin.to_owned(),

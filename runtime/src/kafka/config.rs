@@ -72,4 +72,12 @@ impl RuntimeConfig {
             shutdown: Arc::new(AtomicBool::new(false)),
         }
     }
+
+    /// Replicates the changelogs and the dead-letter topic as the deployment's topics are
+    /// (`CALLSTREAM_REPLICATION_FACTOR`, `CALLSTREAM_MIN_INSYNC_REPLICAS`: 3 and 2 on a
+    /// cluster).
+    pub fn replicate_like(&mut self, topics: &callstream_platform::Topics) {
+        self.changelog_replication_factor = topics.replication_factor;
+        self.changelog_min_insync_replicas = topics.min_insync_replicas;
+    }
 }

@@ -23,10 +23,7 @@ fn main() -> Result<()> {
     let kafka = KafkaSettings::from_env_checked(format!("{app}-{instance}"))
         .context("Kafka client properties from the environment")?;
     let mut runtime = RuntimeConfig::new(kafka, &app, &instance);
-    // Changelogs replicated as the deployment's topics are (3 and 2 on a cluster).
-    let topics = callstream_platform::Topics::from_env().context("topic settings")?;
-    runtime.changelog_replication_factor = topics.replication_factor;
-    runtime.changelog_min_insync_replicas = topics.min_insync_replicas;
+    runtime.replicate_like(&callstream_platform::Topics::from_env().context("topic settings")?);
     let settings = Settings::env();
     runtime.transaction_timeout = settings.millis(
         "CALLSTREAM_RUNTIME_TRANSACTION_TIMEOUT_MS",
