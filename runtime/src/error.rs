@@ -37,3 +37,58 @@ pub enum RuntimeError {
         source: KafkaError,
     },
 }
+
+impl RuntimeError {
+    /// Whether new clients may take over from the ones that failed (see `run`): the error is
+    /// the cluster's state after a broker's loss, not another instance holding our ids. The
+    /// group fencing our own static member after a coordinator failover
+    /// (`FENCED_INSTANCE_ID`); the transaction coordinator refusing the end of a transaction
+    /// whose state it lost (`INVALID_TXN_STATE`); the idempotent producer's sequence or id
+    /// lost with a partition leader (`OUT_OF_ORDER_SEQUENCE_NUMBER`, `UNKNOWN_PRODUCER_ID`,
+    /// `INVALID_PRODUCER_ID_MAPPING`). A fenced producer (`PRODUCER_FENCED`,
+    /// `INVALID_PRODUCER_EPOCH`) is not: a successor with our transactional id owns our
+    /// partitions now, and taking them back would fence it in turn.
+    pub fn is_replaceable(&self) -> bool {
+        use rdkafka::types::RDKafkaErrorCode as Code;
+        let Self::Fatal { source, .. } = self else {
+            return false;
+        };
+        matches!(
+            source.rdkafka_error_code(),
+            Some(
+                Code::FencedInstanceId
+                    | Code::InvalidTransactionalState
+                    | Code::OutOfOrderSequenceNumber
+                    | Code::UnknownProducerId
+                    | Code::InvalidProducerIdMapping
+            )
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rdkafka::types::RDKafkaErrorCode;
+
+    use super::*;
+
+    #[test]
+    fn the_cluster_losing_our_state_is_survived_and_a_successor_is_not() {
+        let fatal = |source| RuntimeError::Fatal {
+            app: "a".into(),
+            source,
+        };
+        let consumer = |code| fatal(KafkaError::MessageConsumptionFatal(code));
+        assert!(consumer(RDKafkaErrorCode::FencedInstanceId).is_replaceable());
+        assert!(consumer(RDKafkaErrorCode::InvalidTransactionalState).is_replaceable());
+        assert!(consumer(RDKafkaErrorCode::OutOfOrderSequenceNumber).is_replaceable());
+        assert!(!consumer(RDKafkaErrorCode::ProducerFenced).is_replaceable());
+        assert!(!consumer(RDKafkaErrorCode::InvalidProducerEpoch).is_replaceable());
+        assert!(!consumer(RDKafkaErrorCode::UnknownMemberId).is_replaceable());
+        let client = RuntimeError::Client {
+            app: "a".into(),
+            source: KafkaError::MessageConsumptionFatal(RDKafkaErrorCode::FencedInstanceId),
+        };
+        assert!(!client.is_replaceable());
+    }
+}

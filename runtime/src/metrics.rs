@@ -45,6 +45,9 @@ pub struct RuntimeMetrics {
     pub consumer_lag: Family<PartitionLabels, Gauge>,
     /// Input partitions whose tasks are installed (restored, processing).
     pub assigned_partitions: Gauge,
+    /// Times the cluster refused this instance's clients after losing their state (a fenced
+    /// static member, a lost transaction) and the runtime replaced them in-process (see `run`).
+    pub client_replacements: Counter,
     /// 1 when joined, restored and processing (see the module's header).
     pub ready: Gauge,
 }
@@ -69,6 +72,7 @@ impl RuntimeMetrics {
             timers_fired: Counter::default(),
             consumer_lag: Family::default(),
             assigned_partitions: Gauge::default(),
+            client_replacements: Counter::default(),
             ready: Gauge::default(),
             registry: Registry::default(),
         };
@@ -124,6 +128,11 @@ impl RuntimeMetrics {
             "assigned_partitions",
             "Input partitions restored and processing on this instance",
             metrics.assigned_partitions.clone(),
+        );
+        registry.register(
+            "client_replacements",
+            "Times the cluster refused this instance's clients after losing their state and they were replaced in-process",
+            metrics.client_replacements.clone(),
         );
         registry.register(
             "ready",

@@ -221,6 +221,11 @@ impl Core {
         self.update_partition_gauge();
     }
 
+    /// Partitions whose tasks are installed (restored, processing).
+    pub fn installed(&self) -> Vec<i32> {
+        self.tasks.keys().copied().collect()
+    }
+
     /// Partitions revoked (after their tasks were installed) since the last call.
     pub fn take_revoked(&mut self) -> Vec<i32> {
         std::mem::take(&mut self.revoked)

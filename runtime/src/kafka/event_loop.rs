@@ -85,9 +85,10 @@ pub(super) fn event_loop<P: Processor>(
                 None => break,
                 // A fatal consumer error (a static member fenced by another
                 // instance with our group.instance.id) never clears: polling on
-                // would spin forever. Exit for the supervisor to restart us.
+                // would spin forever. These clients are done (`run` decides
+                // whether new ones may take over).
                 Some(Err(error @ KafkaError::MessageConsumptionFatal(_))) => {
-                    error!(app = app_id, %error, "fatal consumer error; the process must restart");
+                    error!(app = app_id, %error, "fatal consumer error");
                     return Err(RuntimeError::Fatal {
                         app: app_id.to_string(),
                         source: error,

@@ -56,13 +56,55 @@ fn init_transactions<C: ProducerContext>(
     }
 }
 
+/// How many times in [`REPLACEMENT_WINDOW`] the runtime replaces clients the cluster refused
+/// before it gives up and exits for the supervisor.
+const MAX_REPLACEMENTS: usize = 5;
+const REPLACEMENT_WINDOW: Duration = Duration::from_secs(600);
+
 /// Runs `processor` until `config.shutdown` is set or a fatal error occurs.
 /// Blocks the calling thread: call it from a thread of its own (or
 /// `tokio::task::spawn_blocking`).
+///
+/// Fatal errors that are the cluster's state after a broker's loss rather than a successor
+/// with our ids ([`RuntimeError::is_replaceable`]) are survived in-process. Two were seen
+/// under broker death: librdkafka fencing its own static member when a group coordinator
+/// dies (a JoinGroup it resends to the new coordinator registers a new member id for our
+/// `group.instance.id`, and the old one is then refused: `FENCED_INSTANCE_ID`), and a new
+/// transaction coordinator refusing to end a transaction whose state it lost
+/// (`INVALID_TXN_STATE`). As Kafka Streams replaces a stream thread, the runtime then drops
+/// its clients and starts again with new ones: the new producer's `init_transactions`
+/// aborts whatever the old one left open, the consumer resumes from the committed offsets
+/// and the state is restored from the changelogs, so nothing is lost or repeated. The
+/// replacements are bounded ([`MAX_REPLACEMENTS`] in [`REPLACEMENT_WINDOW`]); after that the
+/// error ends `run`, for the supervisor.
 pub fn run<P: Processor>(
     mut processor: P,
     spec: ProcessorSpec,
     config: RuntimeConfig,
+) -> Result<(), RuntimeError> {
+    let mut replacements: Vec<Instant> = Vec::new();
+    loop {
+        let error = match run_clients(&mut processor, &spec, &config) {
+            Err(error) if error.is_replaceable() => error,
+            other => return other,
+        };
+        replacements.retain(|at| at.elapsed() < REPLACEMENT_WINDOW);
+        if replacements.len() >= MAX_REPLACEMENTS || config.shutdown.load(Ordering::SeqCst) {
+            return Err(error);
+        }
+        replacements.push(Instant::now());
+        config.metrics.client_replacements.inc();
+        warn!(app = %spec.app_id, %error, replaced = replacements.len(),
+            "the cluster refused these clients after losing their state; replacing them");
+        std::thread::sleep(Duration::from_secs(1));
+    }
+}
+
+/// One life of the runtime's clients: made, run until shutdown or a fatal error, dropped.
+fn run_clients<P: Processor>(
+    processor: &mut P,
+    spec: &ProcessorSpec,
+    config: &RuntimeConfig,
 ) -> Result<(), RuntimeError> {
     // The processor's stores, checked before anything is created: a store
     // the code gets wrong is a refusal naming it, not a failure mid-run.
@@ -72,7 +114,7 @@ pub fn run<P: Processor>(
             app: spec.app_id.clone(),
             source,
         })?;
-    let prepared = setup::prepare_topics(&spec, stores, &config)?;
+    let prepared = setup::prepare_topics(spec, stores, config)?;
     let partitions = prepared.partitions;
     info!(app = %spec.app_id, partitions, inputs = ?spec.inputs, "starting processor");
 
@@ -138,8 +180,8 @@ pub fn run<P: Processor>(
         .map_err(client_error)?;
     let inputs: Vec<&str> = spec.inputs.iter().map(String::as_str).collect();
     consumer.subscribe(&inputs).map_err(client_error)?;
-    let restorer = Restorer::new(&spec, stores, &config).map_err(client_error)?;
-    let globals = GlobalReader::start(&spec, &config, &prepared.counts, &mut lock(&core).globals)?;
+    let restorer = Restorer::new(spec, stores, config).map_err(client_error)?;
+    let globals = GlobalReader::start(spec, config, &prepared.counts, &mut lock(&core).globals)?;
     let executor =
         EffectExecutor::new(config.effects.clone()).map_err(|e| RuntimeError::Setup {
             app: spec.app_id.clone(),
@@ -151,11 +193,11 @@ pub fn run<P: Processor>(
         restorer: &restorer,
         globals: globals.as_ref(),
         executor: &executor,
-        config: &config,
+        config,
         app_id: &spec.app_id,
     };
 
-    let result = event_loop(&mut processor, &parts);
+    let result = event_loop(processor, &parts);
     config.metrics.set_ready(false);
     let finish = match result {
         Ok(()) => lock(&core).commit(&consumer),
@@ -163,7 +205,12 @@ pub fn run<P: Processor>(
         // successor owns these partitions now. Abort what is open, if the
         // producer still can, and report the error.
         Err(_) => {
-            lock(&core).abort();
+            let mut core = lock(&core);
+            core.abort();
+            // Their state goes with these clients: the processor hears so, as on a revocation.
+            for partition in core.installed() {
+                processor.on_revoke(partition);
+            }
             Ok(())
         }
     };
