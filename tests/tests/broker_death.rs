@@ -252,7 +252,10 @@ async fn tick(
             );
             let sent = start.elapsed();
             let reply = gw.send(request).await;
-            load.lock().unwrap().answers.push(answer(reply, sent, false));
+            load.lock()
+                .unwrap()
+                .answers
+                .push(answer(reply, sent, false));
         }
         Kind::LaunchRequest => {
             let body = format!(
@@ -264,7 +267,9 @@ async fn tick(
             let reply = gw.send(launch_request(Some(LAUNCH_TOKEN), &body)).await;
             load.lock().unwrap().answers.push(answer(reply, sent, true));
         }
-        Kind::Launch { completed: complete } => {
+        Kind::Launch {
+            completed: complete,
+        } => {
             let contact = format!("d-{n}");
             let launch_id = Uuid::new_v4();
             let call_sid = format!("CA{}", launch_id.simple());
@@ -273,7 +278,9 @@ async fn tick(
             // The producer retries for two minutes: through every loss in this test.
             let written = launches
                 .send(
-                    FutureRecord::to(&launch_topic).key(&contact).payload(&value),
+                    FutureRecord::to(&launch_topic)
+                        .key(&contact)
+                        .payload(&value),
                     Timeout::After(Duration::from_secs(150)),
                 )
                 .await;
@@ -289,7 +296,10 @@ async fn tick(
                 let body = callstream_gateway::testkit::form(&pairs(&completed(&call_sid, "1")));
                 let sent = start.elapsed();
                 let reply = gw.send(signed_twilio(&path, &body, TWILIO_TOKEN)).await;
-                load.lock().unwrap().answers.push(answer(reply, sent, false));
+                load.lock()
+                    .unwrap()
+                    .answers
+                    .push(answer(reply, sent, false));
             }
         }
     }
@@ -480,9 +490,12 @@ async fn brokers_die_under_load_and_nothing_is_lost_or_repeated() {
     let all_there = |wanted: &HashSet<String>, ids: &HashMap<String, Vec<(i32, i64)>>| {
         wanted.iter().all(|id| ids.contains_key(id))
     };
-    let events = on_topic::<CallEvent>(&kafka, &topic, |e| e.event_id, |found| {
-        all_there(&webhook_ids, &found.ids)
-    })
+    let events = on_topic::<CallEvent>(
+        &kafka,
+        &topic,
+        |e| e.event_id,
+        |found| all_there(&webhook_ids, &found.ids),
+    )
     .await;
     let commands = on_topic::<ContactCommand>(
         &kafka,
@@ -552,7 +565,11 @@ async fn brokers_die_under_load_and_nothing_is_lost_or_repeated() {
         "{} of {} launch requests without exactly one schedule request: {:?}",
         unplanned.len(),
         launch_requests.len(),
-        unplanned.iter().take(5).map(|id| (id, plans_per_request.get(*id))).collect::<Vec<_>>()
+        unplanned
+            .iter()
+            .take(5)
+            .map(|id| (id, plans_per_request.get(*id)))
+            .collect::<Vec<_>>()
     );
 
     // The detector: one completion-missing per launch that no completion followed, never two.
@@ -596,7 +613,10 @@ async fn brokers_die_under_load_and_nothing_is_lost_or_repeated() {
         "{} of {} launches never completed without exactly one completion-missing: {:?}",
         lost.len(),
         never_completed.len(),
-        lost.iter().take(5).map(|id| (id, missing_per_launch.get(*id))).collect::<Vec<_>>()
+        lost.iter()
+            .take(5)
+            .map(|id| (id, missing_per_launch.get(*id)))
+            .collect::<Vec<_>>()
     );
     assert!(
         missing_per_launch.values().all(|n| *n == 1) && reported.twice() == 0,

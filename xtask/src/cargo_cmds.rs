@@ -156,6 +156,9 @@ pub fn demo(layout: &Layout, args: &[String]) -> Result<()> {
     )
 }
 
+/// The benchmark that runs on the three-broker cluster rather than the dev stack.
+const SCALE: &str = "scale";
+
 /// The benchmarks there are: the binaries of the `callstream-bench` package.
 fn benchmarks(layout: &Layout) -> Result<Vec<String>> {
     let out = cargo()
@@ -195,20 +198,41 @@ pub fn bench(layout: &Layout, name: &str, args: &[String]) -> Result<()> {
             known.join(", ")
         );
     }
-    stack::up(layout)?;
-    let status = cargo()
-        .args([
-            "run",
-            "--quiet",
-            "--release",
-            "-p",
-            "callstream-bench",
-            "--bin",
-        ])
+    let mut command = cargo();
+    command.args([
+        "run",
+        "--quiet",
+        "--release",
+        "-p",
+        "callstream-bench",
+        "--bin",
+    ]);
+    if name == SCALE {
+        // Instances of the processors as their own processes, on the three-broker cluster
+        // as its admin: the release `callstream` beside the benchmark, and the cluster up.
+        let status = cargo()
+            .args(["build", "--release", "-p", "callstream"])
+            .current_dir(&layout.repo)
+            .status()
+            .context("running cargo build --release -p callstream")?;
+        if !status.success() {
+            bail!("`cargo build --release -p callstream` failed ({status})");
+        }
+        up_cluster(layout)?;
+        command
+            .envs(crate::cluster::client_env(layout, "admin"))
+            .env(
+                "CALLSTREAM_BIN",
+                layout.target_dir().join("release").join("callstream"),
+            );
+    } else {
+        stack::up(layout)?;
+        command.envs(stack_env(layout));
+    }
+    let status = command
         .arg(name)
         .arg("--")
         .args(args)
-        .envs(stack_env(layout))
         .current_dir(&layout.repo)
         .status()
         .context("running cargo run -p callstream-bench")?;

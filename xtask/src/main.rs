@@ -132,7 +132,9 @@ enum Cmd {
     /// Bring the stack up and run one benchmark (release build), which prints JSON lines:
     /// `cargo run --release -p callstream-bench --bin NAME -- ARGS`.
     ///
-    /// Benchmarks: runtime, gateway, scheduler, launch, detector, crm, projections.
+    /// Benchmarks: runtime, gateway, scheduler, launch, detector, crm, projections, console,
+    /// http_serve; `scale` runs on the three-broker cluster instead (`up --cluster`, and a
+    /// release `callstream` for its processes).
     /// `cargo xtask bench NAME --help` lists a benchmark's own options.
     Bench {
         /// Which benchmark to run (a binary of bench/src/bin/).
