@@ -45,13 +45,15 @@ impl RuntimeError {
     /// (`FENCED_INSTANCE_ID`); the transaction coordinator refusing the end of a transaction
     /// whose state it lost (`INVALID_TXN_STATE`); the idempotent producer's sequence or id
     /// lost with a partition leader (`OUT_OF_ORDER_SEQUENCE_NUMBER`, `UNKNOWN_PRODUCER_ID`,
-    /// `INVALID_PRODUCER_ID_MAPPING`). A fenced producer (`PRODUCER_FENCED`,
+    /// `INVALID_PRODUCER_ID_MAPPING`); and a metadata or restore request that timed out or
+    /// found no coordinator or leader while brokers were down. A fenced producer (`PRODUCER_FENCED`,
     /// `INVALID_PRODUCER_EPOCH`) is not: a successor with our transactional id owns our
     /// partitions now, and taking them back would fence it in turn.
     pub fn is_replaceable(&self) -> bool {
         use rdkafka::types::RDKafkaErrorCode as Code;
-        let Self::Fatal { source, .. } = self else {
-            return false;
+        let source = match self {
+            Self::Fatal { source, .. } | Self::Client { source, .. } => source,
+            Self::Setup { .. } | Self::Stores { .. } => return false,
         };
         matches!(
             source.rdkafka_error_code(),
@@ -61,6 +63,15 @@ impl RuntimeError {
                     | Code::OutOfOrderSequenceNumber
                     | Code::UnknownProducerId
                     | Code::InvalidProducerIdMapping
+                    // The cluster not answering yet while new clients set up or restore.
+                    | Code::OperationTimedOut
+                    | Code::RequestTimedOut
+                    | Code::AllBrokersDown
+                    | Code::BrokerTransportFailure
+                    | Code::NotCoordinator
+                    | Code::CoordinatorNotAvailable
+                    | Code::LeaderNotAvailable
+                    | Code::NotLeaderForPartition
             )
         )
     }
@@ -87,8 +98,18 @@ mod tests {
         assert!(!consumer(RDKafkaErrorCode::UnknownMemberId).is_replaceable());
         let client = RuntimeError::Client {
             app: "a".into(),
-            source: KafkaError::MessageConsumptionFatal(RDKafkaErrorCode::FencedInstanceId),
+            source: KafkaError::ClientCreation("bad config".into()),
         };
         assert!(!client.is_replaceable());
+        let timed_out = RuntimeError::Client {
+            app: "a".into(),
+            source: KafkaError::MetadataFetch(RDKafkaErrorCode::OperationTimedOut),
+        };
+        assert!(timed_out.is_replaceable());
+        let setup = RuntimeError::Setup {
+            app: "a".into(),
+            reason: "no topic".into(),
+        };
+        assert!(!setup.is_replaceable());
     }
 }

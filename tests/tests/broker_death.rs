@@ -1,5 +1,5 @@
-//! Brokers dying under load, on the three-broker cluster (`cargo xtask up --cluster`, run in the
-//! cluster phase of `cargo xtask test`). The gateway takes Twilio webhooks and launch requests
+//! Brokers dying under load, on the three-broker cluster (`cargo xtask up --cluster`; by hand
+//! for now, not yet in the cluster phase of `cargo xtask test`: see README). The gateway takes Twilio webhooks and launch requests
 //! at a steady rate, while the contact processor and the completion detector run exactly-once
 //! on the same topics (3 replicas, `min.insync.replicas=2`, changelogs likewise), and
 //! 1. the broker that leads most partitions of `call-events` is SIGKILLed, and restarted;

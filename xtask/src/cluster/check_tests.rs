@@ -1,12 +1,11 @@
 //! The cluster checked for real with Kafka's own command-line tools and the generated client
 //! settings: TLS, SCRAM and ACLs refuse what they must, and a topic of three replicas takes
-//! `acks=all` writes. Ignored by default: it starts the cluster when it is not running (`up
-//! --cluster`). `cargo test -p xtask -- --ignored cluster_enforces`. A broker's death, and
-//! `up --cluster` starting a dead broker again, are the cluster phase's broker-death test's
-//! (`tests/tests/broker_death.rs`).
+//! `acks=all` writes while a broker is SIGKILLed. Ignored by default: it starts the cluster
+//! when it is not running (`up --cluster`), kills one of its brokers and starts it again,
+//! which takes about a minute. `cargo test -p xtask -- --ignored cluster_enforces`.
 
 use std::io::Write;
-use std::process::Stdio;
+use std::process::{Command, Stdio};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
@@ -140,8 +139,8 @@ fn wait_for_isr(layout: &Layout, topic: &str, size: usize) -> Vec<usize> {
 }
 
 #[test]
-#[ignore = "starts the three-broker cluster"]
-fn cluster_enforces_tls_scram_and_acls() {
+#[ignore = "starts the three-broker cluster, SIGKILLs a broker of it; about a minute"]
+fn cluster_enforces_tls_scram_and_acls_and_survives_a_broker() {
     let layout = Layout::discover();
     up(&layout).unwrap();
     let topic = "call-events"; // the gateway's
@@ -159,7 +158,7 @@ fn cluster_enforces_tls_scram_and_acls() {
         ],
     );
     // `up --cluster` may have made it already, with the design's partition count.
-    wait_for_isr(&layout, topic, 3);
+    let partitions = wait_for_isr(&layout, topic, 3).len();
     // A topic nobody but admin has an ACL for.
     let stranger = format!("xtask-check-{}", std::process::id());
     admin(
@@ -203,6 +202,25 @@ fn cluster_enforces_tls_scram_and_acls() {
     fs::write(&no_ca, without.join("\n")).unwrap();
     let out = produce(&layout, &no_ca.display().to_string(), topic);
     assert!(out.contains("SSLHandshakeException"), "{out}");
+
+    // One broker SIGKILLed: two replicas stay in sync and acks=all writes go on.
+    let victim = &Node::all(&layout)[2];
+    let pid = victim.pid().expect("broker 3 runs");
+    assert!(Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status()
+        .unwrap()
+        .success());
+    assert!(procs::wait_gone(pid, Duration::from_secs(10)));
+    assert_eq!(wait_for_isr(&layout, topic, 2), vec![2; partitions]);
+    let before = records(&layout, topic);
+    let out = produce(&layout, &gateway_file, topic);
+    assert!(!out.contains("Exception"), "{out}");
+    assert_eq!(records(&layout, topic), before + 1, "{out}");
+
+    // `up --cluster` brings it back, and it catches up.
+    up(&layout).unwrap();
+    assert_eq!(wait_for_isr(&layout, topic, 3), vec![3; partitions]);
 
     admin(&layout, &["--delete", "--topic", &stranger]);
     fs::remove_dir_all(&scratch).unwrap();

@@ -38,11 +38,13 @@ use crate::stack::StackLock;
 use config::{client_port, controller_port, internal_port, HOST, NODES};
 use tls::TlsFiles;
 
-/// A small heap per broker: three of them and the single dev broker (1 GiB max) share the
-/// machine with builds and tests. Plenty for a dev cluster's traffic.
+/// A modest heap per broker: three of them and the single dev broker (1 GiB max) share the
+/// machine with builds and tests. 256 MiB was too little: a broker died of
+/// `OutOfMemoryError` in the broker-death test (TLS, three replicas of every partition, a
+/// catch-up after a restart).
 const JVM_OPTS: &[&str] = &[
-    "-Xms128m",
-    "-Xmx256m",
+    "-Xms256m",
+    "-Xmx768m",
     "-XX:+UseG1GC",
     "-XX:MaxGCPauseMillis=20",
     "-XX:+ExitOnOutOfMemoryError",
