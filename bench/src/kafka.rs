@@ -34,7 +34,9 @@ pub fn now_micros() -> i64 {
         .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
 }
 
-fn block_on<F: std::future::Future>(future: F) -> Result<F::Output> {
+/// Runs an admin future to completion on a runtime of its own (the benchmarks are
+/// synchronous).
+pub fn block_on<F: std::future::Future>(future: F) -> Result<F::Output> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

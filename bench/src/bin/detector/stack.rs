@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use anyhow::{bail, Context as _, Result};
-use callstream_bench::kafka::unique_name;
+use callstream_bench::kafka::{block_on, unique_name};
 use callstream_bench::processor::{instance_config, ProcessorError, RunningProcessor};
 use callstream_completion_detector::{processor, spec, DetectorConfig, APP_ID};
 use callstream_platform::{admin, topics, KafkaSettings, Topics};
@@ -28,14 +28,6 @@ pub fn check_reachable(settings: &KafkaSettings) -> Result<()> {
                 settings.bootstrap_servers
             )
         })
-}
-
-fn block_on<F: std::future::Future>(future: F) -> Result<F::Output> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("starting a tokio runtime for admin calls")?;
-    Ok(runtime.block_on(future))
 }
 
 /// The logical topics the detector reads and writes.

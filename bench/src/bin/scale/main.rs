@@ -32,7 +32,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _, Result};
-use callstream_bench::kafka::{preload, preload_placed, unique_name, Placed};
+use callstream_bench::kafka::{block_on, preload, preload_placed, unique_name, Placed};
 use callstream_bench::report::{Report, Summary};
 use callstream_platform::{admin, topics, KafkaSettings, Topics};
 use clap::Parser;
@@ -577,12 +577,4 @@ fn delete_run_topics(settings: &KafkaSettings, prefix: &str) {
         })
         .unwrap_or_default();
     callstream_bench::kafka::delete_topics(settings, &names);
-}
-
-fn block_on<F: std::future::Future>(future: F) -> Result<F::Output> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("starting a tokio runtime for admin calls")?;
-    Ok(runtime.block_on(future))
 }

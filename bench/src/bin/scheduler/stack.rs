@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context as _, Result};
+pub use callstream_bench::kafka::block_on;
 use callstream_bench::kafka::unique_name;
 use callstream_bench::processor::{instance_config, ProcessorError, RunningProcessor};
 use callstream_control::{apply_file, ControlFile};
@@ -43,15 +44,6 @@ pub fn check_reachable(settings: &KafkaSettings) -> Result<()> {
                 settings.bootstrap_servers
             )
         })
-}
-
-/// Runs an admin future to completion.
-pub fn block_on<F: std::future::Future>(future: F) -> Result<F::Output> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("starting a tokio runtime for admin calls")?;
-    Ok(runtime.block_on(future))
 }
 
 /// Fresh names for one measurement: nothing an earlier run left matters.
