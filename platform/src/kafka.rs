@@ -182,10 +182,16 @@ impl KafkaSettings {
     }
 }
 
+/// The shortest wait one watermark request of [`fetch_watermarks_settled`] gets.
+const MIN_ATTEMPT: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// The low and high watermarks of a partition. A topic created moments ago
 /// may be led in the controller's metadata before its leader serves offset
-/// requests: those answers (no leader, not the leader, unknown partition)
-/// are retried until `timeout`, not reported as a failure.
+/// requests, and a cluster that just lost a broker answers from stale
+/// metadata or not at all: those answers (no leader, not the leader, a
+/// partition the client's metadata does not have yet, a request timed out,
+/// the leader unreachable) are retried until `timeout`, not reported as a
+/// failure.
 pub fn fetch_watermarks_settled<C, K>(
     consumer: &K,
     topic: &str,
@@ -198,13 +204,22 @@ where
 {
     use rdkafka::error::KafkaError::MetadataFetch;
     use rdkafka::error::RDKafkaErrorCode::{
-        LeaderNotAvailable, NotLeaderForPartition, UnknownTopicOrPartition,
+        AllBrokersDown, BrokerTransportFailure, LeaderNotAvailable, NotLeaderForPartition,
+        OperationTimedOut, RequestTimedOut, UnknownPartition, UnknownTopicOrPartition,
     };
     let deadline = std::time::Instant::now() + timeout;
     loop {
-        match consumer.fetch_watermarks(topic, partition, timeout) {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match consumer.fetch_watermarks(topic, partition, left.max(MIN_ATTEMPT)) {
             Err(MetadataFetch(
-                LeaderNotAvailable | NotLeaderForPartition | UnknownTopicOrPartition,
+                LeaderNotAvailable
+                | NotLeaderForPartition
+                | UnknownTopicOrPartition
+                | UnknownPartition
+                | OperationTimedOut
+                | RequestTimedOut
+                | AllBrokersDown
+                | BrokerTransportFailure,
             )) if std::time::Instant::now() < deadline => {
                 std::thread::sleep(std::time::Duration::from_millis(50));
             }
@@ -244,3 +259,70 @@ impl rdkafka::ClientContext for ReadToEndContext {
 }
 
 impl rdkafka::consumer::ConsumerContext for ReadToEndContext {}
+
+/// One partition to read from `from` until the consumer's position reaches `end` (a high
+/// watermark taken before: exclusive).
+#[derive(Debug, Clone)]
+pub struct Span {
+    pub topic: String,
+    pub partition: i32,
+    pub from: rdkafka::Offset,
+    pub end: i64,
+}
+
+/// How a [`read_spans`] ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpansRead {
+    /// Every partition's position reached its end.
+    Ended,
+    /// The caller's `each` asked to stop.
+    Stopped,
+    /// `timeout` passed first.
+    TimedOut,
+}
+
+/// Assigns `spans` to `consumer` and hands `each` every record it returns until every
+/// partition's position has reached its end, `each` breaks, or `timeout` passes.
+///
+/// Why positions, not offsets of records seen: a `read_committed` consumer skips aborted
+/// records and transaction markers, so the last offset it hands over is often below the high
+/// watermark; its position passes them. Client errors are logged and reading goes on
+/// (librdkafka reconnects by itself); the end of a partition is not an error.
+pub fn read_spans<C: rdkafka::consumer::ConsumerContext>(
+    consumer: &rdkafka::consumer::BaseConsumer<C>,
+    spans: &[Span],
+    timeout: std::time::Duration,
+    mut each: impl FnMut(&rdkafka::message::BorrowedMessage<'_>) -> std::ops::ControlFlow<()>,
+) -> Result<SpansRead, rdkafka::error::KafkaError> {
+    use rdkafka::consumer::Consumer;
+    let spans: Vec<&Span> = spans.iter().filter(|s| s.end > 0).collect();
+    if spans.is_empty() {
+        return Ok(SpansRead::Ended);
+    }
+    let mut assignment = rdkafka::TopicPartitionList::new();
+    for span in &spans {
+        assignment.add_partition_offset(&span.topic, span.partition, span.from)?;
+    }
+    consumer.assign(&assignment)?;
+    let give_up = std::time::Instant::now() + timeout;
+    while std::time::Instant::now() < give_up {
+        match consumer.poll(std::time::Duration::from_millis(100)) {
+            Some(Ok(message)) if each(&message).is_break() => return Ok(SpansRead::Stopped),
+            Some(Err(error)) if !is_partition_eof(&error) => {
+                tracing::warn!(%error, "reader error; going on");
+            }
+            _ => {}
+        }
+        let position = consumer.position()?;
+        let ended = spans.iter().all(|span| {
+            position
+                .find_partition(&span.topic, span.partition)
+                .and_then(|e| e.offset().to_raw())
+                .is_some_and(|at| at >= span.end)
+        });
+        if ended {
+            return Ok(SpansRead::Ended);
+        }
+    }
+    Ok(SpansRead::TimedOut)
+}

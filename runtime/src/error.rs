@@ -46,7 +46,7 @@ impl RuntimeError {
     /// whose state it lost (`INVALID_TXN_STATE`); the idempotent producer's sequence or id
     /// lost with a partition leader (`OUT_OF_ORDER_SEQUENCE_NUMBER`, `UNKNOWN_PRODUCER_ID`,
     /// `INVALID_PRODUCER_ID_MAPPING`); and a metadata or restore request that timed out or
-    /// found no coordinator or leader while brokers were down. A fenced producer (`PRODUCER_FENCED`,
+    /// found no coordinator, leader or partition while brokers were down. A fenced producer (`PRODUCER_FENCED`,
     /// `INVALID_PRODUCER_EPOCH`) is not: a successor with our transactional id owns our
     /// partitions now, and taking them back would fence it in turn.
     pub fn is_replaceable(&self) -> bool {
@@ -72,6 +72,8 @@ impl RuntimeError {
                     | Code::CoordinatorNotAvailable
                     | Code::LeaderNotAvailable
                     | Code::NotLeaderForPartition
+                    // Local: the client's metadata does not have the partition yet.
+                    | Code::UnknownPartition
             )
         )
     }
@@ -106,6 +108,11 @@ mod tests {
             source: KafkaError::MetadataFetch(RDKafkaErrorCode::OperationTimedOut),
         };
         assert!(timed_out.is_replaceable());
+        let not_in_metadata_yet = RuntimeError::Client {
+            app: "a".into(),
+            source: KafkaError::MetadataFetch(RDKafkaErrorCode::UnknownPartition),
+        };
+        assert!(not_in_metadata_yet.is_replaceable());
         let setup = RuntimeError::Setup {
             app: "a".into(),
             reason: "no topic".into(),

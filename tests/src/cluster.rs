@@ -186,3 +186,43 @@ pub async fn wait_all_in_sync(
     }
     Ok(started.elapsed())
 }
+
+/// Waits until a record with `acks=all` lands on every partition of `topic` (every leader
+/// serves, with enough replicas in sync), at most `limit`; returns how long that took. A
+/// cluster whose brokers were just restarted says "in sync" in its metadata before it takes
+/// writes again: a test that kills brokers starts from a cluster this answered for.
+pub async fn wait_writable(
+    kafka: &KafkaSettings,
+    topic: &str,
+    partitions: i32,
+    limit: std::time::Duration,
+) -> Result<std::time::Duration> {
+    use rdkafka::producer::{FutureProducer, FutureRecord};
+    let started = std::time::Instant::now();
+    let producer: FutureProducer = kafka
+        .producer_config()
+        .set("message.timeout.ms", "5000")
+        .create()?;
+    let mut waiting: Vec<i32> = (0..partitions).collect();
+    while !waiting.is_empty() {
+        anyhow::ensure!(
+            started.elapsed() < limit,
+            "partitions {waiting:?} of {topic} took no write in {limit:?}"
+        );
+        let mut still = Vec::new();
+        for partition in waiting {
+            let record = FutureRecord::<(), [u8]>::to(topic)
+                .partition(partition)
+                .payload(&[]);
+            if producer
+                .send(record, rdkafka::util::Timeout::Never)
+                .await
+                .is_err()
+            {
+                still.push(partition);
+            }
+        }
+        waiting = still;
+    }
+    Ok(started.elapsed())
+}

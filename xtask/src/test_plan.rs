@@ -54,6 +54,11 @@ pub const ON_THE_CLUSTER: &[Exclusive] = &[
         target: "xtask",
         test: "cluster::check_tests::cluster_enforces_tls_scram_and_acls_and_survives_a_broker",
     },
+    Exclusive {
+        package: "callstream-e2e",
+        target: "broker_death",
+        test: "brokers_die_under_load_and_nothing_is_lost_or_repeated",
+    },
 ];
 
 /// One `#[ignore]`d test that needs the stack to itself.

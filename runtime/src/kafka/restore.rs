@@ -25,10 +25,12 @@ use callstream_platform::kafka::ReadToEndContext as RestoreContext;
 
 type RestoreConsumer = BaseConsumer<RestoreContext>;
 
-const WATERMARK_TIMEOUT: Duration = Duration::from_secs(10);
+/// Long enough for a killed broker's partitions to move to a new leader.
+const WATERMARK_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The low and high watermarks of a partition; a changelog created at
-/// start-up may not be served by its leader yet (retried, not a failure).
+/// start-up may not be served by its leader yet, nor one whose leader just
+/// died (retried, not a failure).
 fn watermarks(
     consumer: &RestoreConsumer,
     topic: &str,

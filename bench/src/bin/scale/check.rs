@@ -8,15 +8,16 @@
 //! expected, and records whose (derived, so deterministic) event id is on the topic twice.
 
 use std::collections::{HashMap, HashSet};
+use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _, Result};
-use callstream_platform::kafka::ReadToEndContext;
+use callstream_platform::kafka::{read_spans, ReadToEndContext, Span, SpansRead};
 use callstream_platform::{topics, KafkaSettings, Topics};
 use callstream_schemas::{CompletionMissing, Event, ScheduleEvent, ScheduleRequest};
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::Message;
-use rdkafka::{Offset, TopicPartitionList};
+use rdkafka::Offset;
 use uuid::Uuid;
 
 use crate::fleet::Proc;
@@ -178,47 +179,36 @@ fn read_all<E: Event>(settings: &KafkaSettings, topic: &str, partitions: i32) ->
     let consumer: BaseConsumer<ReadToEndContext> = config
         .create_with_context(ReadToEndContext)
         .context("creating a reader")?;
-    let mut ends = HashMap::new();
-    let mut assignment = TopicPartitionList::new();
+    let mut spans = Vec::new();
     for partition in 0..partitions {
-        let (_, high) = consumer.fetch_watermarks(topic, partition, Duration::from_secs(30))?;
-        if high > 0 {
-            ends.insert(partition, high);
-            assignment.add_partition_offset(topic, partition, Offset::Beginning)?;
-        }
+        let (_, end) = consumer.fetch_watermarks(topic, partition, Duration::from_secs(30))?;
+        spans.push(Span {
+            topic: topic.to_string(),
+            partition,
+            from: Offset::Beginning,
+            end,
+        });
     }
     let mut out = Vec::new();
-    if ends.is_empty() {
-        return Ok(out);
+    let mut failed = None;
+    let read = read_spans(&consumer, &spans, Duration::from_secs(300), |message| {
+        match E::decode(message.payload().unwrap_or_default()) {
+            Ok(event) => out.push(event),
+            Err(e) => failed = Some(e),
+        }
+        if failed.is_some() {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    })?;
+    if let Some(e) = failed {
+        return Err(e).with_context(|| format!("decoding a record of {topic}"));
     }
-    consumer.assign(&assignment)?;
-    let give_up = Instant::now() + Duration::from_secs(300);
-    loop {
-        match consumer.poll(Duration::from_millis(100)) {
-            Some(Ok(message)) => out.push(
-                E::decode(message.payload().unwrap_or_default())
-                    .with_context(|| format!("decoding a record of {topic}"))?,
-            ),
-            Some(Err(e)) if !callstream_platform::kafka::is_partition_eof(&e) => {
-                tracing::warn!(%e, topic, "reader error; going on");
-            }
-            _ => {}
-        }
-        // read_committed: the position passes aborted records and markers too.
-        let position = consumer.position()?;
-        let at_end = ends.iter().all(|(p, high)| {
-            position
-                .find_partition(topic, *p)
-                .and_then(|e| e.offset().to_raw())
-                .is_some_and(|o| o >= *high)
-        });
-        if at_end {
-            return Ok(out);
-        }
-        if Instant::now() > give_up {
-            bail!("{topic} was not read to its end within 300 s");
-        }
+    if read == SpansRead::TimedOut {
+        bail!("{topic} was not read to its end within 300 s");
     }
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -6,9 +6,11 @@
 //! processor writes) also holds one marker per partition and transaction, which these counts
 //! include (about one in a hundred offsets at these rates).
 
+use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result};
+use callstream_platform::kafka::{read_spans, Span, SpansRead};
 use callstream_platform::{KafkaSettings, Topics};
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::{Offset, TopicPartitionList};
@@ -112,37 +114,25 @@ impl Probe {
             .consumer_config(&crate::unique("scale-peek"))
             .create()
             .context("creating a reader")?;
-        let mut assignment = TopicPartitionList::new();
-        let mut ends = Vec::new();
+        let mut spans = Vec::new();
         let mut at = 0;
         for topic in &self.inputs {
             for partition in 0..self.partitions {
                 let (committed, end) = (now.committed[at], now.end[at]);
                 at += 1;
                 if committed < end {
-                    assignment.add_partition_offset(topic, partition, Offset::Offset(committed))?;
-                    ends.push((topic.clone(), partition, end));
+                    spans.push(Span {
+                        topic: topic.clone(),
+                        partition,
+                        from: Offset::Offset(committed),
+                        end,
+                    });
                 }
             }
         }
-        consumer.assign(&assignment)?;
-        let give_up = Instant::now() + TIMEOUT;
-        while Instant::now() < give_up {
-            if let Some(Ok(_)) = consumer.poll(Duration::from_millis(100)) {
-                return Ok(false);
-            }
-            let position = consumer.position()?;
-            let passed = ends.iter().all(|(topic, partition, end)| {
-                position
-                    .find_partition(topic, *partition)
-                    .and_then(|e| e.offset().to_raw())
-                    .is_some_and(|o| o >= *end)
-            });
-            if passed {
-                return Ok(true);
-            }
-        }
-        Ok(false)
+        // A record past the committed offsets is one the group has yet to handle.
+        let read = read_spans(&consumer, &spans, TIMEOUT, |_| ControlFlow::Break(()))?;
+        Ok(read == SpansRead::Ended)
     }
 
     fn try_position(&self) -> Result<Position> {
