@@ -2,33 +2,41 @@
 //! one apply in one Kafka transaction.
 //!
 //! Guarantees: [`read_table`] returns the latest committed value of every
-//! key as of the moment it started (it reads each partition up to the end
-//! offset it had then, as a `read_committed` consumer); [`publish`] makes
+//! key as of the moment it started (a `read_committed` consumer reads each
+//! partition until its position passes the log's end at that moment, so an
+//! apply whose commit returned before is seen whole); [`publish`] makes
 //! all the changes of an apply visible together, or none of them.
 //! rdkafka's consumer and transaction calls block, so both run on tokio's
 //! blocking pool.
 
-use std::collections::HashMap;
+use std::ops::ControlFlow;
 use std::time::Duration;
 
-use callstream_platform::kafka::ReadToEndContext;
+use callstream_platform::kafka::{read_spans, ReadToEndContext, Span, SpansRead};
 use callstream_platform::KafkaSettings;
 use callstream_schemas::{ControlChange, Event};
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::KafkaError;
 use rdkafka::message::{Header, Message, OwnedHeaders};
 use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
-use rdkafka::{Offset, TopicPartitionList};
+use rdkafka::Offset;
 
 use callstream_kit::control::view::ControlSnapshot;
 
 const TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long a read waits for a transaction still open on the topic: longer
+/// than the transaction timeout (60 s), after which the brokers abort an
+/// apply that died half-way.
+const OPEN_TRANSACTION_WAIT: Duration = Duration::from_secs(90);
 
 /// Why the control topic could not be read or written.
 #[derive(Debug, thiserror::Error)]
 pub enum KafkaIoError {
     #[error("the control topic {0} does not exist (create it with `callstream topics create`)")]
     NoTopic(String),
+    #[error("the control topic {0} still had an open transaction after 90 s; try again")]
+    Unsettled(String),
     #[error("Kafka: {0}")]
     Kafka(#[from] KafkaError),
     #[error("a change could not be encoded: {0}")]
@@ -56,7 +64,17 @@ fn read_table_blocking(
         .consumer_config(&group)
         .set("enable.partition.eof", "true")
         .create_with_context(ReadToEndContext)?;
-    let metadata = consumer.fetch_metadata(Some(topic), TIMEOUT)?;
+    // The end to read to is the log's end, not the last stable offset a
+    // `read_committed` client is told: an apply's commit returns before the
+    // brokers have written its markers, so right after it the stable offset
+    // can still stand before its records, and the next apply would not see
+    // them. Reading (committed records only) until the position passes the
+    // log's end waits for those markers.
+    let ends: BaseConsumer<ReadToEndContext> = settings
+        .consumer_config(&group)
+        .set("isolation.level", "read_uncommitted")
+        .create_with_context(ReadToEndContext)?;
+    let metadata = ends.fetch_metadata(Some(topic), TIMEOUT)?;
     let partitions: Vec<i32> = metadata
         .topics()
         .iter()
@@ -66,53 +84,30 @@ fn read_table_blocking(
     if partitions.is_empty() {
         return Err(KafkaIoError::NoTopic(topic.to_owned()));
     }
-    let mut remaining: HashMap<i32, i64> = HashMap::new();
-    let mut assignment = TopicPartitionList::new();
+    let mut spans = Vec::new();
     for partition in partitions {
-        let (low, high) = callstream_platform::kafka::fetch_watermarks_settled(
-            &consumer, topic, partition, TIMEOUT,
-        )?;
+        let (low, high) =
+            callstream_platform::kafka::fetch_watermarks_settled(&ends, topic, partition, TIMEOUT)?;
         if high > low {
-            remaining.insert(partition, high);
-            assignment.add_partition_offset(topic, partition, Offset::Beginning)?;
+            spans.push(Span {
+                topic: topic.to_owned(),
+                partition,
+                from: Offset::Beginning,
+                end: high,
+            });
         }
     }
     let mut snapshot = ControlSnapshot::default();
-    if remaining.is_empty() {
-        return Ok(snapshot);
-    }
-    consumer.assign(&assignment)?;
-    while !remaining.is_empty() {
-        match consumer.poll(Duration::from_millis(200)) {
-            Some(Ok(message)) => {
-                if let Some(key) = message.key() {
-                    snapshot.apply(key.to_vec(), message.payload().map(<[u8]>::to_vec));
-                }
-                let partition = message.partition();
-                if remaining
-                    .get(&partition)
-                    .is_some_and(|end| message.offset() + 1 >= *end)
-                {
-                    remaining.remove(&partition);
-                }
-            }
-            // Transaction markers take offsets without records: the
-            // position says when a partition is read to its end.
-            Some(Err(KafkaError::PartitionEOF(_))) | None => {
-                for element in consumer.position()?.elements() {
-                    if let (Offset::Offset(position), Some(end)) =
-                        (element.offset(), remaining.get(&element.partition()))
-                    {
-                        if position >= *end {
-                            remaining.remove(&element.partition());
-                        }
-                    }
-                }
-            }
-            Some(Err(error)) => return Err(error.into()),
+    let read = read_spans(&consumer, &spans, OPEN_TRANSACTION_WAIT, |message| {
+        if let Some(key) = message.key() {
+            snapshot.apply(key.to_vec(), message.payload().map(<[u8]>::to_vec));
         }
+        ControlFlow::Continue(())
+    })?;
+    match read {
+        SpansRead::Ended | SpansRead::Stopped => Ok(snapshot),
+        SpansRead::TimedOut => Err(KafkaIoError::Unsettled(topic.to_owned())),
     }
-    Ok(snapshot)
 }
 
 /// Publishes `changes` to `topic` in one transaction, keyed by setting, and each also to
