@@ -20,6 +20,7 @@ pub fn stack_env(layout: &Layout) -> Vec<(&'static str, String)> {
     vec![
         ("KAFKA_BOOTSTRAP_SERVERS", layout::kafka_bootstrap()),
         ("DATABASE_URL", layout::database_url()),
+        ("CALLSTREAM_SCHEMA_REGISTRY_URL", crate::registry::url()),
         (
             "CALLSTREAM_KAFKA_LIBS",
             layout.kafka_libs().display().to_string(),

@@ -15,6 +15,7 @@ mod layering;
 mod layout;
 mod postgres;
 mod procs;
+mod registry;
 mod schemathesis;
 mod soak;
 mod stack;
@@ -45,12 +46,15 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// Start Kafka (KRaft, 127.0.0.1:9092) and Postgres (127.0.0.1:5432, database `callstream`),
-    /// wait until both answer, and create the topics. Does nothing for what already runs.
+    /// Start Kafka (KRaft, 127.0.0.1:9092), Postgres (127.0.0.1:5432, database `callstream`) and
+    /// the schema registry (Apicurio, 127.0.0.1:8085/apis/ccompat/v7), wait until each answers,
+    /// and create the topics. Does nothing for what already runs.
     ///
-    /// Fetches the Kafka jars with mvn on first use (cached in .stack/kafka/libs and ~/.m2),
-    /// installs PostgreSQL from Debian's packages when missing, and reuses a Kafka or Postgres
-    /// that already answers on those ports (without ever stopping it).
+    /// Fetches the Kafka jars and the registry with mvn on first use (cached in .stack/kafka/libs,
+    /// .stack/registry and ~/.m2), installs PostgreSQL from Debian's packages when missing, and
+    /// reuses a Kafka, Postgres or registry that already answers on those ports (without ever
+    /// stopping it). The registry needs Java 21 or newer (CALLSTREAM_REGISTRY_JAVA_HOME,
+    /// JAVA_HOME, PATH, then /usr/lib/jvm).
     ///
     /// `--cluster` starts instead a three-broker KRaft cluster from the same jars, beside the
     /// single broker and apart from it: clients on 127.0.0.1:19094-19096 with SASL_SSL and

@@ -166,14 +166,28 @@ pub(crate) fn pg_ctl_stop(data: &Path, what: &str) -> Result<()> {
 /// Creates callstream's database unless it exists, through `psql` (one statement, its
 /// output); whether it was created.
 pub(crate) fn ensure_database_with(psql: impl Fn(&str) -> Result<String>) -> Result<bool> {
+    ensure_named_with(POSTGRES_DB, psql)
+}
+
+/// Creates database `name` unless it exists; whether it was created.
+fn ensure_named_with(name: &str, psql: impl Fn(&str) -> Result<String>) -> Result<bool> {
     let exists = psql(&format!(
-        "select 1 from pg_database where datname = '{POSTGRES_DB}'"
+        "select 1 from pg_database where datname = '{name}'"
     ))?;
     if exists == "1" {
         return Ok(false);
     }
-    psql(&format!("create database {POSTGRES_DB}"))?;
+    psql(&format!("create database {name}"))?;
     Ok(true)
+}
+
+/// Creates database `name` on the stack's Postgres unless it exists (the schema registry's).
+pub fn ensure_database_named(name: &str) -> Result<()> {
+    let bin = psql_bin();
+    if ensure_named_with(name, |sql| psql(&bin, "postgres", sql))? {
+        println!("postgres: created database {name}");
+    }
+    Ok(())
 }
 
 pub fn state(layout: &Layout) -> State {

@@ -28,6 +28,11 @@ pub fn cmdline(pid: u32) -> Option<String> {
     Some(parts.join(" "))
 }
 
+/// The working directory of a live process.
+pub fn cwd(pid: u32) -> Option<std::path::PathBuf> {
+    fs::read_link(format!("/proc/{pid}/cwd")).ok()
+}
+
 pub fn is_alive(pid: u32) -> bool {
     cmdline(pid).is_some()
 }

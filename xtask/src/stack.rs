@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 
 use crate::layout::Layout;
-use crate::{kafka, postgres, procs};
+use crate::{kafka, postgres, procs, registry};
 
 const LOCK_WAIT: Duration = Duration::from_secs(600);
 
@@ -78,6 +78,8 @@ pub fn up(layout: &Layout) -> Result<()> {
         let _lock = StackLock::acquire(layout)?;
         kafka::up(layout)?;
         postgres::up(layout)?;
+        // After Postgres: its storage.
+        registry::up(layout)?;
     }
     println!("stack: up in {:.1?}", started.elapsed());
     status(layout);
@@ -86,15 +88,18 @@ pub fn up(layout: &Layout) -> Result<()> {
 
 pub fn down(layout: &Layout) -> Result<()> {
     let _lock = StackLock::acquire(layout)?;
-    // Try both even if the first fails, then report the first failure.
+    // Try each even if one fails, then report the first failure. The registry first: it
+    // keeps connections to Postgres.
+    let registry = registry::down(layout);
     let kafka = kafka::down(layout);
     let postgres = postgres::down(layout);
-    kafka.and(postgres)
+    registry.and(kafka).and(postgres)
 }
 
 pub fn status(layout: &Layout) {
     println!("{}", kafka::describe(layout));
     println!("{}", postgres::describe(layout));
+    println!("{}", registry::describe(layout));
     println!(
         "kafka jars (for the standard tools): {}",
         layout.show(&layout.kafka_libs())
