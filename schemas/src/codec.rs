@@ -13,7 +13,7 @@ use apache_avro::{to_value, types::Value};
 use crate::{
     registry::{self, any_from_value, Registry, Writer, REGISTRY},
     scan::{self, ScanError},
-    AnyEvent, DecodeError, EncodeError, Event, EventKind, Fingerprint,
+    wire, AnyEvent, DecodeError, EncodeError, Event, EventKind, Fingerprint,
 };
 
 /// The two marker bytes of single-object encoding, version 1.
@@ -29,8 +29,17 @@ pub fn header(fingerprint: Fingerprint) -> [u8; HEADER_LEN] {
     h
 }
 
-/// Splits single-object bytes into the fingerprint and the body, checking only the header.
+/// Splits framed bytes into the writer schema's fingerprint and the body, checking only the
+/// header: single-object bytes carry the fingerprint, Confluent-framed ones a schema id that
+/// must be known (see [`crate::wire`]).
 pub fn split_header(bytes: &[u8]) -> Result<(Fingerprint, &[u8]), DecodeError> {
+    if bytes.first() == Some(&wire::CONFLUENT_MAGIC) {
+        let id = wire::schema_id(bytes).ok_or(DecodeError::Truncated(
+            "shorter than the 5-byte Confluent header",
+        ))?;
+        let fingerprint = wire::fingerprint_of_id(id).ok_or(DecodeError::UnknownSchemaId(id))?;
+        return Ok((fingerprint, &bytes[wire::CONFLUENT_HEADER_LEN..]));
+    }
     let magic_seen = &bytes[..bytes.len().min(2)];
     if magic_seen != &MAGIC[..magic_seen.len()] {
         let mut found = [0u8; 2];
@@ -57,7 +66,7 @@ pub(crate) fn encode<E: Event>(event: &E) -> Result<Vec<u8>, EncodeError> {
 pub(crate) fn encode_direct<E: Event>(event: &E) -> Option<Vec<u8>> {
     let info = E::KIND.info();
     let mut out = Vec::with_capacity(256);
-    out.extend_from_slice(&header(info.fingerprint));
+    wire::write_header(E::KIND, &mut out);
     crate::encode::direct::to_body(event, &info.schema, &info.names, &mut out).ok()?;
     Some(out)
 }
@@ -71,7 +80,7 @@ pub(crate) fn encode_via_value<E: Event>(event: &E) -> Result<Vec<u8>, EncodeErr
     };
     let value = to_value(event).map_err(|e| mismatch(e.to_string()))?;
     let mut out = Vec::with_capacity(256);
-    out.extend_from_slice(&header(info.fingerprint));
+    wire::write_header(E::KIND, &mut out);
     crate::encode::encode(&value, &info.schema, &info.names, &mut out).map_err(mismatch)?;
     Ok(out)
 }
@@ -179,7 +188,7 @@ fn decode_value_in(registry: &Registry, bytes: &[u8]) -> Result<(EventKind, Valu
     }
     let value = match writer {
         Writer::Current(_) => value,
-        Writer::Frozen(_) => value
+        Writer::Frozen(_) | Writer::Learned(_) => value
             .resolve(&registry.current[kind as usize].schema)
             .map_err(|source| DecodeError::Resolution {
                 event_type,

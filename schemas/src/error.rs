@@ -1,6 +1,7 @@
 //! Typed errors of encoding and decoding.
 //!
-//! None of these is retriable: the same bytes (or the same value) fail the same way every time.
+//! None of these is retriable but [`DecodeError::UnknownSchemaId`]: the same bytes (or the same
+//! value) fail the same way every time.
 //! A consumer should route a record that fails to decode to an exception or dead-letter path,
 //! never retry it in a loop. Encode errors mean the Rust type and its `.avsc` file disagree,
 //! which the crate's tests rule out; they are errors rather than panics all the same.
@@ -20,6 +21,11 @@ pub enum DecodeError {
     /// system's schema, or corruption).
     #[error("unknown schema fingerprint {0}")]
     UnknownFingerprint(Fingerprint),
+    /// Confluent-framed bytes whose schema id this process has not learned yet: fetch the
+    /// schema from the registry and [`learn`](crate::wire::learn) it, then decode again (the
+    /// one decode error that is not the record's fault).
+    #[error("schema id {0} is not known yet (fetch it from the schema registry)")]
+    UnknownSchemaId(u32),
     /// The fingerprint belongs to another event type than the one asked for.
     #[error("expected a {expected} but the header names a {found}")]
     WrongType {

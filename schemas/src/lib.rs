@@ -5,7 +5,9 @@
 //!
 //! Guarantees:
 //! - [`Event::encode`] writes `0xC3 0x01`, the spec CRC-64-AVRO fingerprint of the schema's
-//!   canonical form (little-endian), and the binary body.
+//!   canonical form (little-endian), and the binary body; or, once a schema registry's ids are
+//!   installed ([`wire::use_confluent_ids`]), the Confluent wire format (`0x00`, the 4-byte
+//!   schema id, the same body). Both framings are always read.
 //! - [`Event::decode`] and [`decode_any`] never panic; every failure is a [`DecodeError`].
 //! - Data written with any frozen version in `schemas/history/` decodes into the current type
 //!   (the evolution tests check each current schema can read all of them).
@@ -44,6 +46,7 @@ mod scan;
 mod serde_util;
 pub mod types;
 pub mod varint;
+pub mod wire;
 
 pub use codec::{decode_any, decode_value, header, split_header, HEADER_LEN, MAGIC};
 pub use error::{DecodeError, EncodeError};

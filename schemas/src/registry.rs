@@ -230,19 +230,34 @@ pub struct SchemaInfo {
 
 impl SchemaInfo {
     fn parse(kind: EventKind, version: Option<u32>, json: &'static str) -> Self {
-        let what = || match version {
-            Some(v) => format!("schemas/history/{}.v{v}.avsc", kind.file_stem()),
-            None => format!("schemas/{}.avsc", kind.file_stem()),
-        };
         // The schemas are compiled in, not input: a broken file fails every test of this crate
         // at once, so a panic with the file's name is the clearest report.
-        let schema = Schema::parse_str(json)
-            .unwrap_or_else(|e| panic!("{} is not a valid Avro schema: {e}", what()));
-        let canonical_form = canonical_form(json)
-            .unwrap_or_else(|e| panic!("{} has no canonical form: {e}", what()));
+        Self::try_parse(kind, version, json).unwrap_or_else(|e| {
+            let file = match version {
+                Some(v) => format!("schemas/history/{}.v{v}.avsc", kind.file_stem()),
+                None => format!("schemas/{}.avsc", kind.file_stem()),
+            };
+            panic!("{file}: {e}")
+        })
+    }
+
+    /// A writer schema from a schema registry (see [`crate::wire::learn`]); its text is kept
+    /// for the process's life.
+    pub(crate) fn from_registry(kind: EventKind, json: &str) -> Result<Self, String> {
+        Self::try_parse(kind, None, Box::leak(json.to_owned().into_boxed_str()))
+    }
+
+    fn try_parse(
+        kind: EventKind,
+        version: Option<u32>,
+        json: &'static str,
+    ) -> Result<Self, String> {
+        let schema =
+            Schema::parse_str(json).map_err(|e| format!("not a valid Avro schema: {e}"))?;
+        let canonical_form = canonical_form(json).map_err(|e| format!("no canonical form: {e}"))?;
         let name = match &schema {
             Schema::Record(r) => r.name.fullname(None),
-            _ => panic!("{} is not a record schema", what()),
+            _ => return Err("not a record schema".into()),
         };
         let avro_fp = schema.fingerprint::<Rabin>();
         let mut apache_avro_fingerprint = [0u8; 8];
@@ -252,8 +267,8 @@ impl SchemaInfo {
             schema.clone(),
             HeaderOf(fingerprint),
         )
-        .unwrap_or_else(|e| panic!("{} does not resolve: {e}", what()));
-        Self {
+        .map_err(|e| format!("does not resolve: {e}"))?;
+        Ok(Self {
             kind,
             version,
             name,
@@ -264,7 +279,7 @@ impl SchemaInfo {
             names: crate::scan::names_of(&schema),
             schema,
             apache_avro_fingerprint: Fingerprint(apache_avro_fingerprint),
-        }
+        })
     }
 }
 
@@ -292,6 +307,9 @@ pub(crate) enum Writer {
     Current(EventKind),
     /// A frozen older version (index into `frozen`): resolve into the current schema.
     Frozen(usize),
+    /// A schema this build was not compiled with, learned from a schema registry
+    /// ([`crate::wire::learn`]): resolve into the current schema.
+    Learned(&'static SchemaInfo),
 }
 
 pub(crate) struct Registry {
@@ -302,10 +320,14 @@ pub(crate) struct Registry {
 
 impl Registry {
     pub(crate) fn writer(&self, fingerprint: Fingerprint) -> Option<(EventKind, Writer)> {
-        let writer = *self.by_fingerprint.get(&fingerprint)?;
+        let writer = match self.by_fingerprint.get(&fingerprint) {
+            Some(writer) => *writer,
+            None => Writer::Learned(crate::wire::learned_writer(fingerprint)?),
+        };
         let kind = match writer {
             Writer::Current(kind) => kind,
             Writer::Frozen(i) => self.frozen[i].kind,
+            Writer::Learned(info) => info.kind,
         };
         Some((kind, writer))
     }
@@ -314,6 +336,7 @@ impl Registry {
         match writer {
             Writer::Current(kind) => &self.current[kind as usize],
             Writer::Frozen(i) => &self.frozen[i],
+            Writer::Learned(info) => info,
         }
     }
 }
