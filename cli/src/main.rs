@@ -8,6 +8,7 @@ mod kafka_check;
 #[cfg(test)]
 mod metrics_catalog;
 mod process_cmd;
+mod registry;
 mod signals;
 mod topics_cmd;
 mod views_cmd;
@@ -98,6 +99,18 @@ async fn main() -> Result<()> {
     let clock = callstream_platform::clock::init_from_env()?;
     if clock.rate() != 1.0 {
         tracing::info!(rate = clock.rate(), now = %clock.now_utc(), "on a scaled clock (CALLSTREAM_CLOCK)");
+    }
+    // Whatever writes or reads events: their framing is settled before the first record.
+    if matches!(
+        cli.command,
+        Command::Process(_)
+            | Command::Gateway { .. }
+            | Command::Control(_)
+            | Command::Projections(_)
+            | Command::OperatorApi
+            | Command::Demo(_)
+    ) {
+        registry::install_from_env().await?;
     }
     match cli.command {
         Command::Topics(command) => topics_cmd::run(command).await,

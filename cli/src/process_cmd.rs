@@ -96,6 +96,9 @@ pub async fn host<P: Processor>(
     let mut config = RuntimeConfig::new(kafka, &app_id, args.instance_id.clone());
     config.replicate_like(&callstream_platform::Topics::from_env().context("topic settings")?);
     config.commit.interval = std::time::Duration::from_millis(args.commit_interval_ms);
+    if let Some(registry) = crate::registry::installed() {
+        config.value_gate = Some(crate::registry::value_gate(registry)?);
+    }
     configure(&mut config);
     let health = Health {
         metrics: config.metrics.clone(),

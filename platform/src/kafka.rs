@@ -190,7 +190,7 @@ const MIN_ATTEMPT: std::time::Duration = std::time::Duration::from_secs(1);
 /// requests, and a cluster that just lost a broker answers from stale
 /// metadata or not at all: those answers (no leader, not the leader, a
 /// partition the client's metadata does not have yet, a request timed out,
-/// the leader unreachable) are retried until `timeout`, not reported as a
+/// the leader unreachable, its handle destroyed mid-request) are retried until `timeout`, not reported as a
 /// failure.
 pub fn fetch_watermarks_settled<C, K>(
     consumer: &K,
@@ -204,8 +204,9 @@ where
 {
     use rdkafka::error::KafkaError::MetadataFetch;
     use rdkafka::error::RDKafkaErrorCode::{
-        AllBrokersDown, BrokerTransportFailure, LeaderNotAvailable, NotLeaderForPartition,
-        OperationTimedOut, RequestTimedOut, UnknownPartition, UnknownTopicOrPartition,
+        AllBrokersDown, BrokerTransportFailure, DestroyBroker, LeaderNotAvailable,
+        NotLeaderForPartition, OperationTimedOut, RequestTimedOut, UnknownPartition,
+        UnknownTopicOrPartition,
     };
     let deadline = std::time::Instant::now() + timeout;
     loop {
@@ -219,7 +220,8 @@ where
                 | OperationTimedOut
                 | RequestTimedOut
                 | AllBrokersDown
-                | BrokerTransportFailure,
+                | BrokerTransportFailure
+                | DestroyBroker,
             )) if std::time::Instant::now() < deadline => {
                 std::thread::sleep(std::time::Duration::from_millis(50));
             }

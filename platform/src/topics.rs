@@ -138,6 +138,44 @@ pub const ALL: &[(&str, TopicKind)] = &[
     (NOTIFIER_SIGNALS, TopicKind::Events),
 ];
 
+/// What the values of a topic are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TopicValue {
+    /// Avro records of one event type, named by its schema's file stem (`schemas/<stem>.avsc`):
+    /// the subject `<topic>-value` in a schema registry.
+    Avro(&'static str),
+    /// JSON documents: a processor's internal repartition topic.
+    Json,
+    /// The bytes of records another topic carried, parked with headers that say why.
+    Copies,
+}
+
+/// The values of the logical topic `logical` (one of [`ALL`]); `None` for a name not declared.
+pub fn value_of(logical: &str) -> Option<TopicValue> {
+    use TopicValue::{Avro, Copies, Json};
+    Some(match logical {
+        CALL_EVENTS => Avro("call_event"),
+        CONTACT_COMMANDS => Avro("contact_command"),
+        SCHEDULE_REQUESTS => Avro("schedule_request"),
+        SCHEDULE_EVENTS => Avro("schedule_event"),
+        LAUNCH_COMMANDS => Avro("launch_command"),
+        CALL_LAUNCHES => Avro("call_launch"),
+        CRM_COMMANDS => Avro("crm_command"),
+        CRM_RESULTS => Avro("crm_result"),
+        EXCEPTIONS => Avro("exception"),
+        CONTACT_STATE => Avro("contact_state"),
+        COMPLETION_MISSING => Avro("completion_missing"),
+        COMPLETION_RESOLVED => Avro("completion_resolved"),
+        ALERTS => Avro("alert"),
+        AUDIT => Avro("audit_event"),
+        CONTROL | CONTROL_HISTORY => Avro("control_change"),
+        NOTIFICATIONS => Avro("notification"),
+        DEAD_LETTERS => Copies,
+        DELIVERY_PARTIALS | NOTIFIER_SIGNALS => Json,
+        _ => return None,
+    })
+}
+
 /// Physical topic names and the settings to create them with.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Topics {
@@ -238,6 +276,10 @@ mod tests {
         assert_eq!(names.len(), ALL.len());
         assert_eq!(history_of("p-control"), "p-control-history");
         assert_eq!(history_of(CONTROL), CONTROL_HISTORY);
+        for (name, _) in ALL {
+            assert!(value_of(name).is_some(), "{name} has no declared value");
+        }
+        assert_eq!(value_of("no-such-topic"), None);
     }
 
     #[test]

@@ -45,37 +45,57 @@ impl RuntimeError {
     /// (`FENCED_INSTANCE_ID`); the transaction coordinator refusing the end of a transaction
     /// whose state it lost (`INVALID_TXN_STATE`); the idempotent producer's sequence or id
     /// lost with a partition leader (`OUT_OF_ORDER_SEQUENCE_NUMBER`, `UNKNOWN_PRODUCER_ID`,
-    /// `INVALID_PRODUCER_ID_MAPPING`); and a metadata or restore request that timed out or
-    /// found no coordinator, leader or partition while brokers were down. A fenced producer (`PRODUCER_FENCED`,
+    /// `INVALID_PRODUCER_ID_MAPPING`); and a client call during setup or restore that failed
+    /// on the cluster's state while brokers were down. A fenced producer (`PRODUCER_FENCED`,
     /// `INVALID_PRODUCER_EPOCH`) is not: a successor with our transactional id owns our
-    /// partitions now, and taking them back would fence it in turn.
+    /// partitions now, and taking them back would fence it in turn; nor are refused
+    /// credentials, ACLs or settings, which new clients would meet again.
     pub fn is_replaceable(&self) -> bool {
         use rdkafka::types::RDKafkaErrorCode as Code;
-        let source = match self {
-            Self::Fatal { source, .. } | Self::Client { source, .. } => source,
-            Self::Setup { .. } | Self::Stores { .. } => return false,
-        };
-        matches!(
-            source.rdkafka_error_code(),
-            Some(
-                Code::FencedInstanceId
-                    | Code::InvalidTransactionalState
-                    | Code::OutOfOrderSequenceNumber
-                    | Code::UnknownProducerId
-                    | Code::InvalidProducerIdMapping
-                    // The cluster not answering yet while new clients set up or restore.
-                    | Code::OperationTimedOut
-                    | Code::RequestTimedOut
-                    | Code::AllBrokersDown
-                    | Code::BrokerTransportFailure
-                    | Code::NotCoordinator
-                    | Code::CoordinatorNotAvailable
-                    | Code::LeaderNotAvailable
-                    | Code::NotLeaderForPartition
-                    // Local: the client's metadata does not have the partition yet.
-                    | Code::UnknownPartition
-            )
-        )
+        match self {
+            Self::Fatal { source, .. } => matches!(
+                source.rdkafka_error_code(),
+                Some(
+                    Code::FencedInstanceId
+                        | Code::InvalidTransactionalState
+                        | Code::OutOfOrderSequenceNumber
+                        | Code::UnknownProducerId
+                        | Code::InvalidProducerIdMapping
+                        | Code::OperationTimedOut
+                        | Code::RequestTimedOut
+                        | Code::AllBrokersDown
+                        | Code::BrokerTransportFailure
+                        | Code::NotCoordinator
+                        | Code::CoordinatorNotAvailable
+                        | Code::LeaderNotAvailable
+                        | Code::NotLeaderForPartition
+                        | Code::UnknownPartition
+                )
+            ),
+            // A client call that failed with the cluster's answer (or a local error while it
+            // changes: a timeout, a partition not in the metadata yet, a broker handle
+            // destroyed while a request was out) is the cluster's state, unless the answer is
+            // a refusal that new clients would get too: credentials, ACLs, a successor's
+            // fencing, a setting. A client that could not be created at all has no code.
+            Self::Client { source, .. } => source.rdkafka_error_code().is_some_and(|code| {
+                !matches!(
+                    code,
+                    Code::ProducerFenced
+                        | Code::InvalidProducerEpoch
+                        | Code::Authentication
+                        | Code::SaslAuthenticationFailed
+                        | Code::UnsupportedSASLMechanism
+                        | Code::IllegalSASLState
+                        | Code::TopicAuthorizationFailed
+                        | Code::GroupAuthorizationFailed
+                        | Code::ClusterAuthorizationFailed
+                        | Code::TransactionalIdAuthorizationFailed
+                        | Code::InvalidConfig
+                        | Code::InvalidArgument
+                )
+            }),
+            Self::Setup { .. } | Self::Stores { .. } => false,
+        }
     }
 }
 
@@ -113,6 +133,22 @@ mod tests {
             source: KafkaError::MetadataFetch(RDKafkaErrorCode::UnknownPartition),
         };
         assert!(not_in_metadata_yet.is_replaceable());
+        let broker_gone = RuntimeError::Client {
+            app: "a".into(),
+            source: KafkaError::MetadataFetch(RDKafkaErrorCode::DestroyBroker),
+        };
+        assert!(broker_gone.is_replaceable());
+        for refusal in [
+            RDKafkaErrorCode::TopicAuthorizationFailed,
+            RDKafkaErrorCode::SaslAuthenticationFailed,
+            RDKafkaErrorCode::ProducerFenced,
+        ] {
+            let refused = RuntimeError::Client {
+                app: "a".into(),
+                source: KafkaError::MetadataFetch(refusal),
+            };
+            assert!(!refused.is_replaceable(), "{refusal:?}");
+        }
         let setup = RuntimeError::Setup {
             app: "a".into(),
             reason: "no topic".into(),

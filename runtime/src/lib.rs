@@ -39,7 +39,7 @@ pub use commit::CommitPolicy;
 pub use effects::EffectHandler;
 pub use error::RuntimeError;
 pub use globals::Globals;
-pub use kafka::{run, EffectRunner, Guarantee, RuntimeConfig};
+pub use kafka::{run, EffectRunner, Guarantee, RuntimeConfig, ValueGate};
 pub use metrics::RuntimeMetrics;
 pub use spec::{ProcessorSpec, StoreError};
 pub use testkit::{Input, Produced, TestDriver};

@@ -73,6 +73,13 @@ pub fn bootstrap_servers() -> String {
     std::env::var("KAFKA_BOOTSTRAP_SERVERS").unwrap_or_else(|_| "127.0.0.1:9092".to_string())
 }
 
+/// The stack's schema registry (its Confluent-compatible API): `CALLSTREAM_STACK_REGISTRY_URL`,
+/// else the dev stack's. Tests hand it to what they start as `CALLSTREAM_SCHEMA_REGISTRY_URL`.
+pub fn stack_registry_url() -> String {
+    std::env::var("CALLSTREAM_STACK_REGISTRY_URL")
+        .unwrap_or_else(|_| "http://127.0.0.1:8085/apis/ccompat/v7".to_string())
+}
+
 /// The Postgres to test against: `DATABASE_URL`, else the dev stack's.
 pub fn database_url() -> String {
     std::env::var("DATABASE_URL")

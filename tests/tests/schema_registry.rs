@@ -1,5 +1,5 @@
 //! The stack's schema registry (Apicurio, started by `cargo xtask up`) as writers and readers
-//! of the topics will use it: its Confluent-compatible API at `CALLSTREAM_SCHEMA_REGISTRY_URL`,
+//! of the topics will use it: its Confluent-compatible API at `CALLSTREAM_STACK_REGISTRY_URL`,
 //! global compatibility BACKWARD, a compatible evolution taken under a new id, an
 //! incompatible one refused with 409, and every id readable back.
 #![allow(clippy::unwrap_used)]
@@ -11,8 +11,7 @@ use uuid::Uuid;
 const CONTENT_TYPE: &str = "application/vnd.schemaregistry.v1+json";
 
 fn url() -> String {
-    std::env::var("CALLSTREAM_SCHEMA_REGISTRY_URL")
-        .unwrap_or_else(|_| "http://127.0.0.1:8085/apis/ccompat/v7".into())
+    callstream_e2e::stack_registry_url()
 }
 
 fn record(fields: Value) -> String {

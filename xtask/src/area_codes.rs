@@ -20,6 +20,8 @@ pub const PHONENUMBERS: Tool = Tool {
     name: "area-codes",
     package: "phonenumbers",
     version: "9.0.43",
+    extras: "",
+    also: &[],
 };
 
 /// The script, relative to the repository.

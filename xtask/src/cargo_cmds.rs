@@ -20,7 +20,7 @@ pub fn stack_env(layout: &Layout) -> Vec<(&'static str, String)> {
     vec![
         ("KAFKA_BOOTSTRAP_SERVERS", layout::kafka_bootstrap()),
         ("DATABASE_URL", layout::database_url()),
-        ("CALLSTREAM_SCHEMA_REGISTRY_URL", crate::registry::url()),
+        ("CALLSTREAM_STACK_REGISTRY_URL", crate::registry::url()),
         (
             "CALLSTREAM_KAFKA_LIBS",
             layout.kafka_libs().display().to_string(),
@@ -30,6 +30,15 @@ pub fn stack_env(layout: &Layout) -> Vec<(&'static str, String)> {
         (
             "CALLSTREAM_SMTP_SINK_PYTHON",
             crate::venv::AIOSMTPD.python(layout).display().to_string(),
+        ),
+        // The python of confluent-kafka's venv: the downstream-readers test reads the topics
+        // with its Avro deserializer.
+        (
+            "CALLSTREAM_CONFLUENT_PYTHON",
+            crate::venv::CONFLUENT_KAFKA
+                .python(layout)
+                .display()
+                .to_string(),
         ),
     ]
 }

@@ -40,7 +40,9 @@ const STOP_GRACE: Duration = Duration::from_secs(30);
 const JVM_OPTS: &[&str] = &["-Xms64m", "-Xmx256m", "-XX:+UseSerialGC"];
 
 /// The Confluent-compatible API's base URL, as serializers and `CALLSTREAM_SCHEMA_REGISTRY_URL`
-/// take it.
+/// take it (tests get it as `CALLSTREAM_STACK_REGISTRY_URL` and hand it on where they want a
+/// registry: setting the first for every test would switch every process they start to the
+/// Confluent framing).
 pub fn url() -> String {
     format!("http://127.0.0.1:{PORT}/apis/ccompat/v7")
 }

@@ -20,6 +20,8 @@ const SCHEMATHESIS: Tool = Tool {
     name: "schemathesis",
     package: "schemathesis",
     version: "4.32.5",
+    extras: "",
+    also: &[],
 };
 
 /// Installs schemathesis, brings the stack up and runs the check; fails when schemathesis

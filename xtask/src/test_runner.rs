@@ -63,6 +63,8 @@ pub fn test(layout: &Layout, args: &[String]) -> Result<()> {
     crate::debian::ensure_chromium()?;
     // The notifier's tests send email to a real SMTP server (aiosmtpd).
     crate::venv::AIOSMTPD.ensure(layout)?;
+    // Downstream readers: Confluent's Python deserializer reads every topic.
+    crate::venv::CONFLUENT_KAFKA.ensure(layout)?;
     crate::debian::ensure_promtool()?;
     let binaries = build(layout, &args)?;
     println!(

@@ -16,6 +16,10 @@ pub struct Tool {
     pub name: &'static str,
     pub package: &'static str,
     pub version: &'static str,
+    /// The package's extras, as pip writes them (`[avro,schemaregistry]`), or empty.
+    pub extras: &'static str,
+    /// More pinned requirements installed beside it (`fastavro==1.13.1`).
+    pub also: &'static [&'static str],
 }
 
 /// aiosmtpd: a real SMTP server in Python, whose `Mailbox` handler writes each message it
@@ -24,6 +28,19 @@ pub const AIOSMTPD: Tool = Tool {
     name: "smtp-sink",
     package: "aiosmtpd",
     version: "1.4.6",
+    extras: "",
+    also: &[],
+};
+
+/// confluent-kafka, the Python client of Confluent (librdkafka inside), with its Avro
+/// deserializer and schema registry client: how a downstream team in Python reads callstream's
+/// topics, and what the downstream-readers test reads them with.
+pub const CONFLUENT_KAFKA: Tool = Tool {
+    name: "confluent-kafka",
+    package: "confluent-kafka",
+    version: "2.16.2",
+    extras: "[avro,schemaregistry]",
+    also: &["fastavro==1.13.1"],
 };
 
 impl Tool {
@@ -98,9 +115,10 @@ impl Tool {
                 bail!("python3 -m venv failed ({status})");
             }
         }
-        let spec = format!("{}=={}", self.package, self.version);
+        let spec = format!("{}{}=={}", self.package, self.extras, self.version);
         let status = Command::new(self.bin(layout, "pip"))
             .args(["install", "--quiet", &spec])
+            .args(self.also)
             .stdout(child_stdout())
             .status()
             .with_context(|| format!("running {}", layout.show(&self.bin(layout, "pip"))))?;

@@ -52,6 +52,17 @@ pub struct RuntimeConfig {
     pub effects: Option<EffectRunner>,
     /// Set it to stop: the open transaction commits, then `run` returns.
     pub shutdown: Arc<AtomicBool>,
+    /// Asked before each input record is handled (a schema registry's fetch of a writer
+    /// schema this process does not know yet); `None` hands records over as they come.
+    pub value_gate: Option<Arc<dyn ValueGate>>,
+}
+
+/// What must happen before a record's value can be read, done on the event loop's thread
+/// (it blocks the loop: the record cannot be handled before, nor those behind it).
+pub trait ValueGate: Send + Sync + std::fmt::Debug {
+    /// Returns once the value can be handled (`true`), or `false` when `stop` was set while
+    /// waiting: the record is then left unhandled, its offset not committed.
+    fn admit(&self, value: &[u8], stop: &AtomicBool) -> bool;
 }
 
 impl RuntimeConfig {
@@ -70,6 +81,7 @@ impl RuntimeConfig {
             metrics: Arc::new(RuntimeMetrics::new(app_id)),
             effects: None,
             shutdown: Arc::new(AtomicBool::new(false)),
+            value_gate: None,
         }
     }
 

@@ -100,6 +100,12 @@ pub(super) fn event_loop<P: Processor>(
                 }
                 Some(Ok(message)) => {
                     fill_record(&message, &mut record);
+                    if let (Some(gate), Some(value)) = (&config.value_gate, &record.value) {
+                        if !gate.admit(value, &config.shutdown) {
+                            // Stopping: this record stays unhandled and uncommitted.
+                            break;
+                        }
+                    }
                     // Every log line of this record's handling names its
                     // correlation id. From the headers already parsed, borrowed:
                     // no span at all when the record has none, and none when

@@ -19,6 +19,6 @@ mod restore;
 mod run;
 mod setup;
 
-pub use self::config::{Guarantee, RuntimeConfig};
+pub use self::config::{Guarantee, RuntimeConfig, ValueGate};
 pub use self::effects::EffectRunner;
 pub use self::run::run;
