@@ -3,13 +3,12 @@
 //! one that refuses a schema) and the process writes the Confluent wire format; processors
 //! also fetch a newer writer's schema before they handle its first record.
 
-use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 use callstream_runtime::ValueGate;
-use callstream_schema_registry::{install, Prepared, RegistryClient, SchemaFetcher};
+use callstream_schema_registry::{install, RegistryClient, SchemaFetcher};
 
 /// How long a starting service waits for a registry that does not answer.
 const START_PATIENCE: Duration = Duration::from_secs(300);
@@ -36,18 +35,8 @@ pub fn installed() -> Option<RegistryClient> {
     INSTALLED.get().cloned()
 }
 
-/// The runtime's gate: a record whose schema id is new to this process waits for its schema.
-#[derive(Debug)]
-struct RegistryGate(SchemaFetcher);
-
-impl ValueGate for RegistryGate {
-    fn admit(&self, value: &[u8], stop: &AtomicBool) -> bool {
-        self.0.prepare(value, stop) == Prepared::Ready
-    }
-}
-
 /// The gate for a processor's runtime.
 pub fn value_gate(client: RegistryClient) -> Result<Arc<dyn ValueGate>> {
     let fetcher = SchemaFetcher::new(client).context("starting the schema fetcher")?;
-    Ok(Arc::new(RegistryGate(fetcher)))
+    Ok(Arc::new(fetcher))
 }

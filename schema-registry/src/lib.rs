@@ -374,6 +374,14 @@ impl SchemaFetcher {
     }
 }
 
+/// The runtime asks before handling each record: one whose schema id is new to this process
+/// waits for its schema.
+impl callstream_runtime::ValueGate for SchemaFetcher {
+    fn admit(&self, value: &[u8], stop: &AtomicBool) -> bool {
+        self.prepare(value, stop) == Prepared::Ready
+    }
+}
+
 /// How [`SchemaFetcher::prepare`] ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Prepared {
