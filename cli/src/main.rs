@@ -1,6 +1,7 @@
 //! The `callstream` binary: every role of the system is a subcommand, so
 //! one artefact is built, shipped and versioned.
 
+mod catalogue;
 mod db_check;
 mod db_cmd;
 mod demo;

@@ -12,6 +12,9 @@ pub enum TopicsCommand {
     Check(TopicsArgs),
     /// Print the declared topics and their settings.
     List(TopicsArgs),
+    /// Print the topic catalogue for downstream teams (Markdown, what docs/topics.md holds):
+    /// each topic's values, key, retention, writers and readers, and every field's meaning.
+    Catalogue,
 }
 
 #[derive(Args)]
@@ -81,6 +84,10 @@ impl TopicsArgs {
 
 pub async fn run(command: TopicsCommand) -> Result<()> {
     match command {
+        TopicsCommand::Catalogue => {
+            print!("{}", crate::catalogue::render());
+            Ok(())
+        }
         TopicsCommand::List(args) => {
             for spec in args.topics().specs() {
                 let configs: Vec<String> = spec

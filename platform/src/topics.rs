@@ -176,6 +176,68 @@ pub fn value_of(logical: &str) -> Option<TopicValue> {
     })
 }
 
+/// Who writes the logical topic `logical`, for the topic catalogue (`docs/topics.md`); the
+/// processors' and edges' own code is what holds them to it.
+pub fn writers_of(logical: &str) -> &'static [&'static str] {
+    match logical {
+        CALL_EVENTS => &[
+            "gateway (voice platform webhooks)",
+            "recovery (source=recovery)",
+        ],
+        CONTACT_COMMANDS => &[
+            "gateway (launch intake)",
+            "scheduler (LaunchDue)",
+            "recovery",
+            "operator API (operator actions)",
+        ],
+        SCHEDULE_REQUESTS => &["contact processor"],
+        SCHEDULE_EVENTS => &["scheduler"],
+        LAUNCH_COMMANDS => &["contact processor"],
+        CALL_LAUNCHES => &["launch dispatcher"],
+        CRM_COMMANDS => &["contact processor"],
+        CRM_RESULTS => &["CRM dispatcher"],
+        EXCEPTIONS => &[
+            "contact processor",
+            "completion detector",
+            "CRM dispatcher",
+            "notifier",
+        ],
+        CONTACT_STATE => &["contact processor"],
+        COMPLETION_MISSING => &["completion detector"],
+        COMPLETION_RESOLVED => &["completion detector", "recovery"],
+        ALERTS => &["completion detector", "notifier"],
+        AUDIT => &["recovery", "CRM dispatcher", "notifier", "operator API"],
+        CONTROL | CONTROL_HISTORY => &["operator API", "`callstream control apply`"],
+        DEAD_LETTERS => &["every processor (the runtime parks what its processor refused)"],
+        DELIVERY_PARTIALS => &["completion detector"],
+        NOTIFICATIONS | NOTIFIER_SIGNALS => &["notifier"],
+        _ => &[],
+    }
+}
+
+/// Who reads the logical topic `logical`, for the topic catalogue.
+pub fn readers_of(logical: &str) -> &'static [&'static str] {
+    match logical {
+        CALL_EVENTS => &["contact processor", "completion detector", "projections"],
+        CONTACT_COMMANDS => &["contact processor", "projections"],
+        SCHEDULE_REQUESTS => &["scheduler"],
+        SCHEDULE_EVENTS | CRM_RESULTS | AUDIT | CONTACT_STATE => &["projections"],
+        LAUNCH_COMMANDS => &["launch dispatcher", "projections"],
+        CALL_LAUNCHES => &["contact processor", "completion detector", "projections"],
+        CRM_COMMANDS => &["CRM dispatcher", "projections"],
+        EXCEPTIONS => &["notifier", "projections"],
+        COMPLETION_MISSING => &["recovery", "projections"],
+        COMPLETION_RESOLVED => &["recovery", "projections"],
+        ALERTS => &["notifier", "projections"],
+        CONTROL => &["every processor (as a table of settings)"],
+        CONTROL_HISTORY => &["projections (the audit view)"],
+        DEAD_LETTERS => &["notifier", "operators"],
+        DELIVERY_PARTIALS => &["completion detector"],
+        NOTIFICATIONS | NOTIFIER_SIGNALS => &["notifier"],
+        _ => &[],
+    }
+}
+
 /// Physical topic names and the settings to create them with.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Topics {
@@ -278,6 +340,14 @@ mod tests {
         assert_eq!(history_of(CONTROL), CONTROL_HISTORY);
         for (name, _) in ALL {
             assert!(value_of(name).is_some(), "{name} has no declared value");
+            assert!(
+                !writers_of(name).is_empty(),
+                "{name} has no declared writer"
+            );
+            assert!(
+                !readers_of(name).is_empty(),
+                "{name} has no declared reader"
+            );
         }
         assert_eq!(value_of("no-such-topic"), None);
     }
