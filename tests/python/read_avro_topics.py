@@ -6,7 +6,7 @@ schema registry by the id in the Confluent wire format.
 
 Prints one JSON line per record, {"topic", "partition", "offset", "value"}, with the value as
 fastavro decoded it, made JSON: timestamps as epoch milliseconds, UUIDs as strings. Exits
-non-zero if a topic does not give COUNT records within 120 seconds.
+non-zero if a topic does not give COUNT records within 240 seconds.
 """
 
 import datetime
@@ -40,7 +40,7 @@ def plain(value):
 
 def main():
     # A hang says where it is: every thread's stack on stderr, then exit.
-    faulthandler.dump_traceback_later(150, exit=True)
+    faulthandler.dump_traceback_later(280, exit=True)
     bootstrap, registry_url, *wanted = sys.argv[1:]
     counts = {}
     for spec in wanted:
@@ -66,7 +66,7 @@ def main():
         ]
     consumer.assign(assignment)
     seen = {topic: 0 for topic in counts}
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + 240
     while any(seen[t] < counts[t] for t in counts):
         if time.monotonic() > deadline:
             short = {t: f"{seen[t]}/{counts[t]}" for t in counts if seen[t] < counts[t]}

@@ -65,6 +65,19 @@ fn plain(value: &Value) -> serde_json::Value {
     }
 }
 
+/// The Python block of README.md that follows the `downstream-example` marker.
+fn readme_example() -> Result<String> {
+    let readme = std::fs::read_to_string(repo_root().join("README.md"))?;
+    let (_, after) = readme
+        .split_once("<!-- downstream-example")
+        .context("README.md has no downstream-example marker")?;
+    let (_, code) = after
+        .split_once("```python\n")
+        .context("no python block after the marker")?;
+    let (code, _) = code.split_once("```").context("an unclosed block")?;
+    Ok(code.to_owned())
+}
+
 /// Equal JSON, doubles within a rounding step: serde_json's default float parser may land one
 /// unit in the last place off the double that Python printed.
 fn same(read: &serde_json::Value, written: &serde_json::Value) -> bool {
@@ -159,9 +172,9 @@ async fn python_reads_every_event_type_through_the_registry() -> Result<()> {
             subject.trim_end_matches("-value")
         ));
     }
-    let output = tokio::time::timeout(Duration::from_secs(300), command.output())
+    let output = tokio::time::timeout(Duration::from_secs(400), command.output())
         .await
-        .context("the Python reader did not finish in 300 s")?
+        .context("the Python reader did not finish in 400 s")?
         .with_context(|| format!("running {python} (cargo xtask test installs it)"))?;
     let stdout = String::from_utf8_lossy(&output.stdout);
     if !output.status.success() {
@@ -189,6 +202,54 @@ async fn python_reads_every_event_type_through_the_registry() -> Result<()> {
         read += 1;
     }
     assert_eq!(read, written.len(), "every record written was read");
+
+    // The README's example, as a downstream team would paste it, against these topics.
+    let launches = subjects
+        .iter()
+        .map(|(subject, _)| subject.trim_end_matches("-value"))
+        .find(|topic| topic.ends_with("-call-launches"))
+        .context("a call-launches topic")?;
+    let example = readme_example()?
+        .replace("demo-<run id>-call-launches", launches)
+        .replace("127.0.0.1:9092", &bootstrap_servers())
+        .replace(
+            "http://127.0.0.1:8085/apis/ccompat/v7",
+            &stack_registry_url(),
+        )
+        .replace("\"my-team\"", &format!("\"{}\"", unique_name("readme")))
+        // The example stops after 10 s without a record; joining the group on a loaded
+        // machine can take longer than that.
+        .replace("c.poll(10)", "c.poll(30)");
+    let output = tokio::time::timeout(
+        Duration::from_secs(120),
+        tokio::process::Command::new(&python)
+            .args(["-c", &example])
+            .output(),
+    )
+    .await
+    .context("the README's example did not finish in 120 s")??;
+    let printed = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "the README's example failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let mut expected: Vec<String> = written
+        .iter()
+        .filter(|((topic, _), _)| topic == launches)
+        .map(|(_, value)| {
+            format!(
+                "{} {} {}",
+                value["event_id"].as_str().unwrap_or_default(),
+                value["status"].as_str().unwrap_or_default(),
+                value["launch_id"].as_str().unwrap_or_default()
+            )
+        })
+        .collect();
+    let mut lines: Vec<String> = printed.lines().map(str::to_owned).collect();
+    expected.sort();
+    lines.sort();
+    assert_eq!(lines, expected, "the README's example prints each launch");
     println!(
         "Python's AvroDeserializer read {read} records of {} event types on {} topics, each equal to what was written",
         ids.len(),

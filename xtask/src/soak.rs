@@ -266,6 +266,9 @@ pub fn run_built(layout: &Layout, args: &SoakArgs) -> Result<()> {
     cmd.arg("demo")
         .args(&demo_args)
         .envs(stack_env(layout))
+        // The demo as production runs: every role registers its schemas with the stack's
+        // registry and writes the Confluent wire format, which downstream readers expect.
+        .env("CALLSTREAM_SCHEMA_REGISTRY_URL", crate::registry::url())
         .envs(plan.env.iter().copied())
         .current_dir(&layout.repo)
         .stdout(Stdio::piped());
