@@ -206,6 +206,7 @@ async fn live(
             }
             continue;
         }
+        store::wait_for_schemas(&batch.records).await;
         let decoded = store::decode(batch.records, source.names(), &stats);
         pipeline.submit(decoded).await?;
     }

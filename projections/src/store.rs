@@ -64,6 +64,35 @@ pub struct Decoded {
     pub undecodable: Option<String>,
 }
 
+/// Holds a batch while a record in it names a schema id the process does not know and the
+/// schema registry does not answer for it: such a record is a newer writer's, readable once
+/// its schema is fetched, and must not be skipped as undecodable for the registry's absence.
+/// Without a registry (or for an id it has no usable schema for) it returns at once and the
+/// decode says why.
+pub async fn wait_for_schemas(records: &[RawRecord]) {
+    use callstream_schemas::wire::{self, Resolution};
+    let unknown: std::collections::BTreeSet<u32> = records
+        .iter()
+        .filter(|r| r.letter.is_none())
+        .filter_map(|r| r.payload.as_deref().and_then(wire::schema_id))
+        .filter(|id| !wire::knows_id(*id))
+        .collect();
+    for id in unknown {
+        let mut backoff = std::time::Duration::from_millis(500);
+        loop {
+            let found = tokio::task::spawn_blocking(move || wire::resolve(id))
+                .await
+                .unwrap_or(Resolution::Unavailable);
+            if found != Resolution::Unavailable {
+                break;
+            }
+            tracing::warn!(id, retry_in = ?backoff, "records name a schema id the registry has not given yet; holding the batch");
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(std::time::Duration::from_secs(15));
+        }
+    }
+}
+
 /// Decodes a batch; what does not decode is counted and logged with its coordinates
 /// (never its bytes), and stays in the batch so its offset is still stored.
 pub fn decode(records: Vec<RawRecord>, names: &TopicNames, stats: &Stats) -> Vec<Decoded> {

@@ -265,6 +265,23 @@ pub async fn install(
         }
     }
     wire::use_confluent_ids(&ids);
+    // Every decoder of the process (the projections, a tally, not only the runtime's gate)
+    // fetches a schema id it meets for the first time.
+    match SchemaFetcher::new(client.clone()) {
+        Ok(fetcher) => {
+            wire::set_resolver(Box::new(move |id| {
+                fetcher
+                    .fetch_blocking(id)
+                    .map_err(|error| wire::ResolveFailure {
+                        transient: error.is_transient(),
+                        detail: error.to_string(),
+                    })
+            }));
+        }
+        Err(error) => {
+            tracing::warn!(%error, "no schema resolver: records of a schema id this process did not register will not decode")
+        }
+    }
     tracing::info!(registry = %client.url(), subjects = ids.len(), "schemas registered; writing the Confluent wire format");
     Ok(ids)
 }
@@ -331,6 +348,22 @@ impl SchemaFetcher {
         Ok(Self { client, runtime })
     }
 
+    /// The registry's text of schema `id`, fetched on a thread of its own so a caller inside
+    /// a tokio runtime can block on it.
+    pub fn fetch_blocking(&self, id: u32) -> Result<String, RegistryError> {
+        std::thread::scope(|scope| {
+            scope
+                .spawn(|| self.runtime.block_on(self.client.schema(id)))
+                .join()
+                .unwrap_or_else(|_| {
+                    Err(RegistryError::Unreachable {
+                        url: self.client.url(),
+                        detail: "the fetching thread panicked".into(),
+                    })
+                })
+        })
+    }
+
     /// Returns once `value` can be decoded, or it never will be (no such id, a schema this
     /// build cannot read: the decode then says why), or `stop` is set. Waits out an
     /// unreachable registry: a record is never dead-lettered for the registry's absence.
@@ -343,23 +376,24 @@ impl SchemaFetcher {
         }
         let mut backoff = FIRST_BACKOFF;
         loop {
-            // The fetch runs on a thread of its own so a caller inside a tokio runtime can block.
-            let fetched = std::thread::scope(|scope| {
-                scope
-                    .spawn(|| self.runtime.block_on(learn_id(&self.client, id)))
-                    .join()
-            });
-            match fetched {
-                Ok(Ok(_)) => return Prepared::Ready,
-                Ok(Err(error)) if error.is_transient() => {
-                    tracing::warn!(id, %error, retry_in = ?backoff, "a record names a schema id not known yet and the registry does not answer; holding the record");
-                }
-                Ok(Err(error)) => {
-                    tracing::error!(id, %error, "a record names a schema that cannot be used");
+            match self
+                .fetch_blocking(id)
+                .and_then(|schema| Ok(wire::learn(id, &schema)?))
+            {
+                Ok(kind) => {
+                    tracing::info!(
+                        id,
+                        event_type = kind.name(),
+                        "learned a writer schema from the registry"
+                    );
                     return Prepared::Ready;
                 }
-                Err(_) => {
-                    tracing::error!(id, "fetching a schema panicked; holding the record");
+                Err(error) if error.is_transient() => {
+                    tracing::warn!(id, %error, retry_in = ?backoff, "a record names a schema id not known yet and the registry does not answer; holding the record");
+                }
+                Err(error) => {
+                    tracing::error!(id, %error, "a record names a schema that cannot be used");
+                    return Prepared::Ready;
                 }
             }
             let until = Instant::now() + backoff;

@@ -37,7 +37,14 @@ pub fn split_header(bytes: &[u8]) -> Result<(Fingerprint, &[u8]), DecodeError> {
         let id = wire::schema_id(bytes).ok_or(DecodeError::Truncated(
             "shorter than the 5-byte Confluent header",
         ))?;
-        let fingerprint = wire::fingerprint_of_id(id).ok_or(DecodeError::UnknownSchemaId(id))?;
+        let fingerprint = match wire::fingerprint_of_id(id) {
+            Some(fingerprint) => fingerprint,
+            // New to this process: the registry, if one is installed, says what it is.
+            None if wire::resolve(id) == wire::Resolution::Known => {
+                wire::fingerprint_of_id(id).ok_or(DecodeError::UnknownSchemaId(id))?
+            }
+            None => return Err(DecodeError::UnknownSchemaId(id)),
+        };
         return Ok((fingerprint, &bytes[wire::CONFLUENT_HEADER_LEN..]));
     }
     let magic_seen = &bytes[..bytes.len().min(2)];

@@ -20,7 +20,8 @@
 //! answers by fetching the schema (see [`schema_id`]), not by dead-lettering the record.
 
 use std::collections::HashMap;
-use std::sync::{LazyLock, OnceLock, RwLock};
+use std::sync::{LazyLock, Mutex, OnceLock, RwLock};
+use std::time::{Duration, Instant};
 
 use crate::registry::{SchemaInfo, REGISTRY};
 use crate::{EventKind, Fingerprint};
@@ -186,5 +187,91 @@ fn remember(id: u32, fingerprint: Fingerprint, writer: Option<&'static SchemaInf
     learned.fingerprints.insert(id, fingerprint);
     if let Some(writer) = writer {
         learned.writers.entry(fingerprint).or_insert(writer);
+    }
+}
+
+/// Where a process fetches the schema of an id it does not know: the registry's text, or why
+/// not (`transient`: it did not answer; try again later).
+pub type Resolver = Box<dyn Fn(u32) -> Result<String, ResolveFailure> + Send + Sync>;
+
+/// Why a [`Resolver`] could not give a schema.
+#[derive(Debug, Clone)]
+pub struct ResolveFailure {
+    pub detail: String,
+    /// Whether asking again later may succeed (the registry did not answer).
+    pub transient: bool,
+}
+
+static RESOLVER: OnceLock<Resolver> = OnceLock::new();
+
+/// When each id last failed to resolve: a record stream of an id the registry cannot give
+/// asks again at most this often, not once per record.
+static FAILED: LazyLock<Mutex<HashMap<u32, (Instant, bool)>>> = LazyLock::new(Mutex::default);
+const RETRY_AFTER: Duration = Duration::from_secs(2);
+
+/// Installs the process's resolver (once): from then on decoding bytes of an unknown id
+/// fetches its schema and learns it, so every reader of the process (the runtime's
+/// processors, the projections, a tally) reads a newer writer's records.
+pub fn set_resolver(resolver: Resolver) -> bool {
+    RESOLVER.set(resolver).is_ok()
+}
+
+/// What [`resolve`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resolution {
+    /// Decoding can go on.
+    Known,
+    /// The registry did not answer (or no resolver is installed and none could): hold the
+    /// record and ask again later.
+    Unavailable,
+    /// The registry has no usable schema for it: decoding will fail and say why.
+    Unusable,
+}
+
+/// Learns schema `id` through the installed resolver unless known already. Blocks for the
+/// registry's answer (once per new id; a failure is not asked again for 2 s).
+pub fn resolve(id: u32) -> Resolution {
+    if knows_id(id) {
+        return Resolution::Known;
+    }
+    let Some(resolver) = RESOLVER.get() else {
+        return Resolution::Unusable;
+    };
+    let recently = FAILED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(&id)
+        .copied();
+    if let Some((at, transient)) = recently {
+        if at.elapsed() < RETRY_AFTER {
+            return if transient {
+                Resolution::Unavailable
+            } else {
+                Resolution::Unusable
+            };
+        }
+    }
+    let failed = |transient: bool| {
+        FAILED
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id, (Instant::now(), transient));
+    };
+    match resolver(id) {
+        Ok(text) => match learn(id, &text) {
+            Ok(_) => Resolution::Known,
+            Err(_) => {
+                failed(false);
+                Resolution::Unusable
+            }
+        },
+        Err(failure) => {
+            failed(failure.transient);
+            if failure.transient {
+                Resolution::Unavailable
+            } else {
+                Resolution::Unusable
+            }
+        }
     }
 }

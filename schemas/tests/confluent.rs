@@ -149,6 +149,34 @@ fn confluent_framing_is_written_read_learned_and_resolved() {
         Err(LearnError::Invalid { id: 9_005, .. })
     ));
     assert!(!wire::knows_id(9_003) && !wire::knows_id(9_004) && !wire::knows_id(9_005));
+
+    // With a resolver installed (a registry's client), decoding fetches what it does not know.
+    let resolvable = with_added_field(EventKind::CallLaunch);
+    let served = resolvable.clone();
+    assert!(wire::set_resolver(Box::new(move |id| match id {
+        9_100 => Ok(served.clone()),
+        _ => Err(wire::ResolveFailure {
+            detail: "connection refused".into(),
+            transient: true,
+        }),
+    })));
+    let launch = EventKind::CallLaunch;
+    let mut fields = record_fields(&sample(launch)).to_vec();
+    fields.push(("added_later".into(), Value::Union(0, Box::new(Value::Null))));
+    let newer_schema = apache_avro::Schema::parse_str(&resolvable).expect("parses");
+    let body = apache_avro::to_avro_datum(&newer_schema, Value::Record(fields)).expect("fits");
+    assert_eq!(
+        decode_value(&framed(9_100, &body))
+            .expect("fetched and resolved")
+            .1,
+        sample(launch)
+    );
+    assert!(matches!(
+        decode_any(&framed(9_101, &body)),
+        Err(DecodeError::UnknownSchemaId(9_101))
+    ));
+    assert_eq!(wire::resolve(9_101), wire::Resolution::Unavailable);
+    assert_eq!(wire::resolve(9_100), wire::Resolution::Known);
 }
 
 /// The body of bytes in this process's framing (Confluent, once installed).

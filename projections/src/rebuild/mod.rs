@@ -119,6 +119,7 @@ pub async fn rebuild(
         note_positions(&mut position, &batch.records);
         records += batch.records.len() as u64;
         bar.inc(batch.records.len() as u64);
+        store::wait_for_schemas(&batch.records).await;
         let decoded = store::decode(batch.records, source.names(), &stats);
         pipeline.submit(decoded).await?;
     }
@@ -243,6 +244,7 @@ async fn try_swap(
             continue;
         }
         note_positions(position, &batch.records);
+        store::wait_for_schemas(&batch.records).await;
         let decoded = store::decode(batch.records, source.names(), stats);
         store::apply_batch(
             &mut tx,
