@@ -268,6 +268,7 @@ pub async fn install(
     // Every decoder of the process (the projections, a tally, not only the runtime's gate)
     // fetches a schema id it meets for the first time.
     match SchemaFetcher::new(client.clone()) {
+        Ok(_) if wire::has_resolver() => {}
         Ok(fetcher) => {
             wire::set_resolver(Box::new(move |id| {
                 fetcher
@@ -327,7 +328,17 @@ where
 /// may be called from any thread.
 pub struct SchemaFetcher {
     client: RegistryClient,
-    runtime: tokio::runtime::Runtime,
+    /// Always `Some` but in `drop`, which takes it to shut it down without blocking: a
+    /// fetcher may be dropped inside an async context, where dropping a runtime panics.
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl Drop for SchemaFetcher {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
 }
 
 impl std::fmt::Debug for SchemaFetcher {
@@ -345,7 +356,10 @@ impl SchemaFetcher {
             .build()?;
         // A client of its own: a connection pool belongs to the runtime that opened it.
         let client = RegistryClient::new(&client.base).map_err(std::io::Error::other)?;
-        Ok(Self { client, runtime })
+        Ok(Self {
+            client,
+            runtime: Some(runtime),
+        })
     }
 
     /// The registry's text of schema `id`, fetched on a thread of its own so a caller inside
@@ -353,7 +367,13 @@ impl SchemaFetcher {
     pub fn fetch_blocking(&self, id: u32) -> Result<String, RegistryError> {
         std::thread::scope(|scope| {
             scope
-                .spawn(|| self.runtime.block_on(self.client.schema(id)))
+                .spawn(|| match &self.runtime {
+                    Some(runtime) => runtime.block_on(self.client.schema(id)),
+                    None => Err(RegistryError::Unreachable {
+                        url: self.client.url(),
+                        detail: "the fetcher is shutting down".into(),
+                    }),
+                })
                 .join()
                 .unwrap_or_else(|_| {
                     Err(RegistryError::Unreachable {

@@ -216,6 +216,11 @@ pub fn set_resolver(resolver: Resolver) -> bool {
     RESOLVER.set(resolver).is_ok()
 }
 
+/// Whether a resolver is installed.
+pub fn has_resolver() -> bool {
+    RESOLVER.get().is_some()
+}
+
 /// What [`resolve`] found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Resolution {

@@ -28,6 +28,11 @@ pub const EXCLUSIVE: &[Exclusive] = &[
         target: "postgres_restart",
         test: "postgres_restart_under_load_loses_nothing",
     },
+    Exclusive {
+        package: "callstream-e2e",
+        target: "registry_outage",
+        test: "the_registry_stops_and_nothing_is_lost_or_dead_lettered",
+    },
 ];
 
 /// Tests that need the three-broker SASL_SSL cluster and its TLS Postgres (`xtask up
