@@ -626,7 +626,7 @@ proptest! {
 #[test]
 fn known_interleavings_keep_the_promises() -> Result<(), TestCaseError> {
     use Action::*;
-    let cases: [&[Action]; 4] = [
+    let cases: [&[Action]; 5] = [
         // A pause comes while a launch waits to retry: the retry is held
         // (the dispatcher's last-hop pause check).
         &[
@@ -697,6 +697,114 @@ fn known_interleavings_keep_the_promises() -> Result<(), TestCaseError> {
             Due { pick: 0 },
             Due { pick: 1 },
             Advance { seconds: 60 },
+        ],
+        // The lead says stop (in an analysis after the status callback, each sent twice)
+        // while the CRM already bars the contact, the contact processor restarts, then the
+        // CRM clears its flag and asks again: the lead's stop holds (it used to be kept in
+        // memory only, as no transition, and the CRM's `false` lifted the bar).
+        &[
+            LaunchRequest {
+                who: 0,
+                crm_dnc: None,
+            },
+            Due { pick: 68 },
+            LaunchRequest {
+                who: 0,
+                crm_dnc: Some(true),
+            },
+            CallEnds {
+                pick: 0,
+                opted_out: false,
+                twice: false,
+                analysis_apart: true,
+            },
+            Due { pick: 45 },
+            Pause {
+                tenant: 1,
+                on: false,
+            },
+            CallEnds {
+                pick: 79,
+                opted_out: true,
+                twice: true,
+                analysis_apart: false,
+            },
+            Answer { kind: 242 },
+            Pause {
+                tenant: 0,
+                on: true,
+            },
+            LaunchRequest {
+                who: 1,
+                crm_dnc: Some(false),
+            },
+            Answer { kind: 150 },
+            Due { pick: 54 },
+            Due { pick: 65 },
+            Report,
+            Answer { kind: 106 },
+            Due { pick: 123 },
+            Answer { kind: 11 },
+            Report,
+            CallEnds {
+                pick: 182,
+                opted_out: false,
+                twice: false,
+                analysis_apart: false,
+            },
+            Answer { kind: 115 },
+            CallEnds {
+                pick: 81,
+                opted_out: true,
+                twice: true,
+                analysis_apart: true,
+            },
+            CallEnds {
+                pick: 97,
+                opted_out: false,
+                twice: false,
+                analysis_apart: true,
+            },
+            Pause {
+                tenant: 1,
+                on: true,
+            },
+            CallEnds {
+                pick: 153,
+                opted_out: false,
+                twice: true,
+                analysis_apart: false,
+            },
+            Advance { seconds: 7301 },
+            Advance { seconds: 78 },
+            Answer { kind: 144 },
+            Advance { seconds: 43 },
+            LaunchRequest {
+                who: 1,
+                crm_dnc: Some(true),
+            },
+            Pause {
+                tenant: 1,
+                on: true,
+            },
+            RestartContact,
+            Due { pick: 157 },
+            Pause {
+                tenant: 0,
+                on: false,
+            },
+            ContactUpdate { who: 2, dnc: false },
+            Answer { kind: 171 },
+            ContactUpdate { who: 2, dnc: true },
+            Advance { seconds: 112 },
+            ContactUpdate { who: 0, dnc: false },
+            Answer { kind: 31 },
+            Answer { kind: 147 },
+            LaunchRequest {
+                who: 0,
+                crm_dnc: None,
+            },
+            Due { pick: 114 },
         ],
     ];
     for actions in cases {

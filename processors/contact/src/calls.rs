@@ -237,8 +237,11 @@ fn keep_the_leads_stop(step: &mut Step<'_, '_>, event: &CallEvent) -> Result<boo
     if !event.analysis.as_ref().is_some_and(said_opt_out) {
         return Ok(false);
     }
+    let source = step.contact.flags.sticky(Restriction::DoNotCall);
     if step.contact.flags.from_lead(Restriction::DoNotCall) != Change::Added {
-        return Ok(false);
+        // Already barred (by the CRM): the lead's word is kept all the same, as the
+        // sticky source no CRM `false` lifts.
+        return Ok(step.contact.flags.sticky(Restriction::DoNotCall) != source);
     }
     let reason = Restriction::DoNotCall.reason();
     let detail = format!(

@@ -123,11 +123,16 @@ impl<C: ControlSource> ContactProcessor<C> {
             }
             (out.into_outputs(), changed, recheck)
         };
-        if changed && contact != original {
+        // Whatever the handler says, a contact that differs is stored: a change that is
+        // not a transition (the lead's stop on a contact the CRM already barred, kept only
+        // as its sticky source) must outlive this input, or the CRM's next `false` lifts it.
+        if contact != original {
             ctx.put_json(CONTACTS_STORE, key.clone(), &contact)
                 .map_err(|e| ProcessError::Invalid(format!("encoding the contact: {e}")))?;
-            for output in outputs {
-                ctx.emit(output);
+            if changed {
+                for output in outputs {
+                    ctx.emit(output);
+                }
             }
         }
         // Also when nothing changed: a re-check that found the pause still
