@@ -15,6 +15,7 @@
 #   postgres/              uid 999 (the postgres image's postgres): chain, key, superuser password
 #   admin/                 uid 10001 (topics, db-roles, cli): Kafka `admin` and `control`, the
 #                          Postgres administrator's and the roles' URLs, the roles' passwords
+#   registry/              uid 1001 (the Apicurio image's user): its Postgres password
 #   <service>/             the service's own uid (OWNERS below): its Kafka password, and the
 #                          URL of its Postgres role where it has one
 # Files are mode 0600 (ca.pem 0644), directories 0700.
@@ -33,6 +34,8 @@ ACLS=${ACLS_FILE:-$ACLS}
 # container can read only its own secrets although every container mounts the volume.
 KAFKA_UID=1000
 POSTGRES_UID=999
+# The Apicurio image's user (its files are its own).
+REGISTRY_UID=1001
 ADMIN_UID=10001
 GID=10001
 OWNERS="
@@ -124,7 +127,7 @@ for name in $KAFKA_USERS; do
   ensure_password "$name"
 done
 made_kafka=$made
-for name in postgres-admin $PG_ROLES; do
+for name in postgres-admin $PG_ROLES apicurio; do
   ensure_password "$name"
 done
 
@@ -242,6 +245,12 @@ url callstream_projections "$pw" |
 pw=$(password callstream_operator)
 url callstream_operator "$pw" |
   put "$(owner_of operator-api):$GID" 0600 "$S/operator-api/callstream_operator.database-url"
+# The schema registry's role (apicurio, its own database): registry-db sets it, the registry
+# reads it.
+pw=$(password apicurio)
+printf '%s\n' "$pw" | put "$ADMIN_UID:$GID" 0600 "$S/admin/apicurio.password"
+dir "$REGISTRY_UID:$GID" "$S/registry"
+printf '%s\n' "$pw" | put "$REGISTRY_UID:$GID" 0600 "$S/registry/apicurio.password"
 
 if [ -n "$made" ]; then
   say "made the passwords of$made in $SRC"

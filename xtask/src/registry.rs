@@ -392,6 +392,18 @@ fn parse_response(answer: &str) -> Result<(u16, String)> {
 mod tests {
     use super::*;
 
+    /// docker-compose.yml runs the registry this stack runs.
+    #[test]
+    fn compose_runs_the_same_registry() {
+        let compose = include_str!("../../docker-compose.yml");
+        assert!(
+            compose.contains(&format!(
+                "image: quay.io/apicurio/apicurio-registry:{VERSION}\n"
+            )),
+            "docker-compose.yml's registry image is not Apicurio {VERSION}"
+        );
+    }
+
     #[test]
     fn responses_are_read_plain_and_chunked() {
         let plain = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}";
