@@ -46,7 +46,11 @@ def main():
     for spec in wanted:
         topic, count = spec.rsplit("=", 1)
         counts[topic] = int(count)
-    deserializer = AvroDeserializer(SchemaRegistryClient({"url": registry_url}))
+    # A request the registry leaves unanswered times out and is retried (the client retries
+    # transport errors), instead of hanging the reader.
+    deserializer = AvroDeserializer(
+        SchemaRegistryClient({"url": registry_url, "timeout": 10, "max.retries": 5})
+    )
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
