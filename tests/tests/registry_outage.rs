@@ -11,17 +11,19 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context as _, Result};
-use apache_avro::types::Value;
 use callstream_completion_detector::testkit::accepted_launch;
-use callstream_completion_detector::{processor, spec, DetectorConfig, APP_ID};
+use callstream_completion_detector::{processor, spec, APP_ID};
 use callstream_e2e::runtime::{reader, Running};
 use callstream_e2e::{produce, producer, repo_root, stack_registry_url, unique_name};
 use callstream_platform::{topics, KafkaSettings, Topics};
 use callstream_schema_registry::{install, RegistryClient, SchemaFetcher};
-use callstream_schemas::{decode_value, wire, CompletionMissing, Event, EventKind};
+use callstream_schemas::{wire, CompletionMissing, Event, EventKind};
 use rdkafka::consumer::StreamConsumer;
 use rdkafka::message::Message;
 use uuid::Uuid;
+
+#[path = "next_launch/mod.rs"]
+mod next_launch;
 
 const PARTITIONS: i32 = 3;
 const BEFORE: usize = 10;
@@ -74,16 +76,6 @@ fn start_registry() -> Result<()> {
     Ok(())
 }
 
-fn next_version() -> String {
-    let mut json: serde_json::Value =
-        serde_json::from_str(EventKind::CallLaunch.schema_json()).expect("the schema is JSON");
-    json["fields"]
-        .as_array_mut()
-        .expect("a record has fields")
-        .push(serde_json::json!({"name": "carrier_region", "type": ["null", "string"], "default": null}));
-    json.to_string()
-}
-
 async fn read_missing(
     consumer: &StreamConsumer,
     reported: &mut HashMap<Uuid, usize>,
@@ -119,20 +111,14 @@ async fn the_registry_stops_and_nothing_is_lost_or_dead_lettered() -> Result<()>
         .context("CallLaunch's id")?;
     // A newer writer's version, registered but never seen by this process.
     let launches_topic = t.name(topics::CALL_LAUNCHES);
-    let next_json = next_version();
+    let next_json = next_launch::schema();
     let next = registry
         .register(&format!("{launches_topic}-value"), &next_json)
         .await?;
 
     // Today's detector, with the registry's gate.
     let app = format!("{}{APP_ID}", t.prefix);
-    let config = DetectorConfig {
-        topics: t.clone(),
-        default_window_ms: 3_000,
-        default_grace_ms: 500,
-        bucket_close_delay_ms: 3_500,
-        ..DetectorConfig::default()
-    };
+    let config = next_launch::detector_config(&t);
     let fetcher = Arc::new(SchemaFetcher::new(registry.clone())?);
     let mut metrics = None;
     let running = Running::start(processor(config), spec(&t, &app), |c| {
@@ -203,19 +189,7 @@ async fn the_registry_stops_and_nothing_is_lost_or_dead_lettered() -> Result<()>
             &format!("CA{}", id.simple()),
             now_ms() - 60_000,
         );
-        let (_, Value::Record(mut fields)) = decode_value(&launch.encode()?)? else {
-            bail!("a launch decodes to a record");
-        };
-        fields.push((
-            "carrier_region".into(),
-            Value::Union(0, Box::new(Value::Null)),
-        ));
-        let mut bytes = vec![wire::CONFLUENT_MAGIC];
-        bytes.extend_from_slice(&next.to_be_bytes());
-        bytes.extend(apache_avro::to_avro_datum(
-            &next_schema,
-            Value::Record(fields),
-        )?);
+        let bytes = next_launch::framed(&launch, None, next, &next_schema)?;
         produce(&producer, &launches_topic, &format!("next-{i}"), &bytes).await?;
         held.push(id);
     }

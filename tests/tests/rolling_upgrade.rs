@@ -10,16 +10,18 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context as _, Result};
-use apache_avro::types::Value;
 use callstream_completion_detector::testkit::accepted_launch;
-use callstream_completion_detector::{processor, spec, DetectorConfig, APP_ID};
+use callstream_completion_detector::{processor, spec, APP_ID};
 use callstream_e2e::runtime::{reader, Running};
 use callstream_e2e::{produce, producer, stack_registry_url, unique_name};
 use callstream_platform::{topics, KafkaSettings, Topics};
 use callstream_schema_registry::{RegistryClient, SchemaFetcher};
-use callstream_schemas::{decode_value, wire, CompletionMissing, Event, EventKind};
+use callstream_schemas::{wire, CompletionMissing, Event, EventKind};
 use rdkafka::message::Message;
 use uuid::Uuid;
+
+#[path = "next_launch/mod.rs"]
+mod next_launch;
 
 const PARTITIONS: i32 = 3;
 const LAUNCHES: usize = 30;
@@ -29,20 +31,6 @@ fn now_ms() -> i64 {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as i64)
         .unwrap_or_default()
-}
-
-/// Today's `CallLaunch` schema with one more field: the next version.
-fn next_version() -> String {
-    let mut json: serde_json::Value =
-        serde_json::from_str(EventKind::CallLaunch.schema_json()).expect("the schema is JSON");
-    json["fields"]
-        .as_array_mut()
-        .expect("a record has fields")
-        .push(serde_json::json!({
-            "name": "carrier_region", "type": ["null", "string"], "default": null,
-            "doc": "Added by the next version."
-        }));
-    json.to_string()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -62,7 +50,7 @@ async fn todays_detector_reads_the_next_versions_launches_without_a_dead_letter(
     let today = registry
         .register(&subject, EventKind::CallLaunch.schema_json())
         .await?;
-    let next_json = next_version();
+    let next_json = next_launch::schema();
     let next = registry.register(&subject, &next_json).await?;
     assert_ne!(today, next, "the next version is a new schema");
     assert!(
@@ -85,32 +73,14 @@ async fn todays_detector_reads_the_next_versions_launches_without_a_dead_letter(
             &format!("CA{}", id.simple()),
             now_ms() - 60_000,
         );
-        let (_, Value::Record(mut fields)) = decode_value(&launch.encode()?)? else {
-            bail!("a launch decodes to a record");
-        };
-        fields.push((
-            "carrier_region".into(),
-            Value::Union(1, Box::new(Value::String("us-central".into()))),
-        ));
-        let mut bytes = vec![wire::CONFLUENT_MAGIC];
-        bytes.extend_from_slice(&next.to_be_bytes());
-        bytes.extend(apache_avro::to_avro_datum(
-            &next_schema,
-            Value::Record(fields),
-        )?);
+        let bytes = next_launch::framed(&launch, Some("us-central"), next, &next_schema)?;
         produce(&producer, &launches_topic, &contact, &bytes).await?;
         launch_ids.push(id);
     }
 
     // Today's detector, with the registry's gate as `callstream process` gives it.
     let app = format!("{}{APP_ID}", t.prefix);
-    let config = DetectorConfig {
-        topics: t.clone(),
-        default_window_ms: 3_000,
-        default_grace_ms: 500,
-        bucket_close_delay_ms: 3_500,
-        ..DetectorConfig::default()
-    };
+    let config = next_launch::detector_config(&t);
     let fetcher = Arc::new(SchemaFetcher::new(registry.clone())?);
     let mut metrics = None;
     let running = Running::start(processor(config), spec(&t, &app), |c| {
