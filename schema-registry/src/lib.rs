@@ -9,8 +9,9 @@
 //!   the start with the registry's own message. After start the registry costs nothing: ids
 //!   are cached, no call on the hot path.
 //! - A reader meeting a schema id it does not know (a newer writer's next version) fetches it
-//!   once ([`learn_id`], or [`SchemaFetcher`] from a blocking consumer loop) and reads the
-//!   record through Avro schema resolution, so rolling upgrades need no dead letter.
+//!   once (through the resolver [`install`] sets, or [`SchemaFetcher`] from a blocking
+//!   consumer loop) and reads the record through Avro schema resolution, so rolling upgrades
+//!   need no dead letter.
 //!
 //! Without `CALLSTREAM_SCHEMA_REGISTRY_URL` nothing of this runs and records stay in Avro
 //! single-object encoding, for small setups without a registry.
@@ -285,18 +286,6 @@ pub async fn install(
     }
     tracing::info!(registry = %client.url(), subjects = ids.len(), "schemas registered; writing the Confluent wire format");
     Ok(ids)
-}
-
-/// Fetches the schema of `id` and learns it (see `callstream_schemas::wire::learn`).
-pub async fn learn_id(client: &RegistryClient, id: u32) -> Result<EventKind, RegistryError> {
-    let schema = client.schema(id).await?;
-    let kind = wire::learn(id, &schema)?;
-    tracing::info!(
-        id,
-        event_type = kind.name(),
-        "learned a writer schema from the registry"
-    );
-    Ok(kind)
 }
 
 /// Calls `attempt` until it succeeds, fails for good, or `give_up` passes.
