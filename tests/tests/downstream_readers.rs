@@ -1,7 +1,8 @@
 //! Downstream readers on the real broker and the stack's schema registry: callstream registers
 //! every value schema under `<topic>-value` and writes the Confluent wire format, and Python's
 //! `confluent-kafka` `AvroDeserializer` (with fastavro), fetching each writer schema from the
-//! registry by id, reads every event type back field for field equal to what was written.
+//! registry by id, reads every event type back field for field equal to what was written; so
+//! does Apicurio's Java `AvroKafkaDeserializer` (tests/java/ApicurioReader.java).
 //!
 //! Random values of every schema, from a printed seed (`CALLSTREAM_TEST_SEED` replays one).
 
@@ -100,8 +101,53 @@ fn same(read: &serde_json::Value, written: &serde_json::Value) -> bool {
     }
 }
 
+/// The `java` to run: $JAVA_HOME's, else the one on PATH.
+fn java() -> std::path::PathBuf {
+    std::env::var_os("JAVA_HOME")
+        .map(|home| std::path::PathBuf::from(home).join("bin/java"))
+        .filter(|java| java.is_file())
+        .unwrap_or_else(|| "java".into())
+}
+
+/// Checks a reader's JSON lines (`{"topic", "offset", "value"}`) against what was written:
+/// each record read was written, with the same value, and every record written was read.
+fn compare(
+    reader: &str,
+    output: &std::process::Output,
+    written: &BTreeMap<(String, i64), serde_json::Value>,
+    seed: u64,
+) -> Result<usize> {
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    if !output.status.success() {
+        bail!(
+            "{reader} failed ({}):\n{}\n{stdout}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    let mut read = 0;
+    for line in stdout.lines() {
+        let record: serde_json::Value =
+            serde_json::from_str(line).with_context(|| format!("{reader} printed {line:?}"))?;
+        let topic = record["topic"].as_str().unwrap_or_default().to_owned();
+        let offset = record["offset"].as_i64().unwrap_or(-1);
+        let Some(expected) = written.get(&(topic.clone(), offset)) else {
+            bail!("{reader} read {topic}@{offset}, which this test did not write");
+        };
+        assert!(
+            same(&record["value"], expected),
+            "{topic}@{offset}: {reader} read another value than was written (seed {seed})\n  \
+             read:    {}\n  written: {expected}",
+            record["value"]
+        );
+        read += 1;
+    }
+    assert_eq!(read, written.len(), "{reader} read every record written");
+    Ok(read)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn python_reads_every_event_type_through_the_registry() -> Result<()> {
+async fn python_and_java_read_every_event_type_through_the_registry() -> Result<()> {
     let seed = seed();
     println!("seed {seed} (CALLSTREAM_TEST_SEED={seed} replays it)");
     let topics = Topics {
@@ -176,32 +222,36 @@ async fn python_reads_every_event_type_through_the_registry() -> Result<()> {
         .await
         .context("the Python reader did not finish in 400 s")?
         .with_context(|| format!("running {python} (cargo xtask test installs it)"))?;
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    if !output.status.success() {
-        bail!(
-            "the Python reader failed ({}):\n{}\n{stdout}",
-            output.status,
-            String::from_utf8_lossy(&output.stderr)
-        );
+    let read = compare("Python's AvroDeserializer", &output, &written, seed)?;
+
+    // Apicurio's Java deserializer, as a Java team would run it.
+    let libs = std::env::var("CALLSTREAM_APICURIO_SERDE_LIBS").unwrap_or_else(|_| {
+        repo_root()
+            .join(".stack/java/apicurio-serde/libs")
+            .display()
+            .to_string()
+    });
+    let mut command = tokio::process::Command::new(java());
+    command
+        // Java's own single-file launch: no build step for a 100-line reader.
+        .arg("-Dorg.slf4j.simpleLogger.defaultLogLevel=warn")
+        .arg("-cp")
+        .arg(format!("{libs}/*"))
+        .arg(repo_root().join("tests/java/ApicurioReader.java"))
+        .arg(bootstrap_servers())
+        .arg(stack_registry_url().replace("/apis/ccompat/v7", "/apis/registry/v3"));
+    for (subject, _) in &subjects {
+        command.arg(format!(
+            "{}={PER_TOPIC}",
+            subject.trim_end_matches("-value")
+        ));
     }
-    let mut read = 0;
-    for line in stdout.lines() {
-        let record: serde_json::Value = serde_json::from_str(line)
-            .with_context(|| format!("the Python reader printed {line:?}"))?;
-        let topic = record["topic"].as_str().unwrap_or_default().to_owned();
-        let offset = record["offset"].as_i64().unwrap_or(-1);
-        let Some(expected) = written.get(&(topic.clone(), offset)) else {
-            bail!("Python read {topic}@{offset}, which this test did not write");
-        };
-        assert!(
-            same(&record["value"], expected),
-            "{topic}@{offset}: Python's AvroDeserializer read another value than was written \
-             (seed {seed})\n  read:    {}\n  written: {expected}",
-            record["value"]
-        );
-        read += 1;
-    }
-    assert_eq!(read, written.len(), "every record written was read");
+    let output = tokio::time::timeout(Duration::from_secs(300), command.output())
+        .await
+        .context("the Java reader did not finish in 300 s")?
+        .with_context(|| format!("running java on {libs} (cargo xtask test fetches them)"))?;
+    let read_by_java = compare("Apicurio's AvroKafkaDeserializer", &output, &written, seed)?;
+    assert_eq!(read_by_java, read);
 
     // The README's example, as a downstream team would paste it, against these topics.
     let launches = subjects
@@ -251,7 +301,7 @@ async fn python_reads_every_event_type_through_the_registry() -> Result<()> {
     lines.sort();
     assert_eq!(lines, expected, "the README's example prints each launch");
     println!(
-        "Python's AvroDeserializer read {read} records of {} event types on {} topics, each equal to what was written",
+        "Python's AvroDeserializer and Apicurio's Java one each read {read} records of {} event types on {} topics, each equal to what was written",
         ids.len(),
         subjects.len()
     );

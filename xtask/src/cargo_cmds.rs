@@ -17,7 +17,7 @@ pub fn cargo() -> Command {
 
 /// The stack's addresses, as every test, tool and benchmark reads them.
 pub fn stack_env(layout: &Layout) -> Vec<(&'static str, String)> {
-    vec![
+    let mut env = vec![
         ("KAFKA_BOOTSTRAP_SERVERS", layout::kafka_bootstrap()),
         ("DATABASE_URL", layout::database_url()),
         ("CALLSTREAM_STACK_REGISTRY_URL", crate::registry::url()),
@@ -40,7 +40,12 @@ pub fn stack_env(layout: &Layout) -> Vec<(&'static str, String)> {
                 .display()
                 .to_string(),
         ),
-    ]
+    ];
+    // The Java tools' jars: Apicurio's deserializer, the Connect worker and its converter.
+    for jars in crate::java_tools::ALL {
+        env.push((jars.env, jars.libs(layout).display().to_string()));
+    }
+    env
 }
 
 /// How creating the topics went, when it did not fail outright.

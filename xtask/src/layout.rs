@@ -59,10 +59,6 @@ impl Layout {
     pub fn kafka_libs(&self) -> PathBuf {
         self.kafka_dir().join("libs")
     }
-    /// Written after a complete fetch; holds a digest of the pom the jars came from.
-    pub fn kafka_libs_stamp(&self) -> PathBuf {
-        self.kafka_libs().join(".fetched-from")
-    }
     pub fn kafka_data(&self) -> PathBuf {
         self.kafka_dir().join("data")
     }

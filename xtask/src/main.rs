@@ -10,6 +10,7 @@ mod clock_rule;
 mod cluster;
 mod debian;
 mod fuzz;
+mod java_tools;
 mod kafka;
 mod layering;
 mod layout;

@@ -65,6 +65,10 @@ pub fn test(layout: &Layout, args: &[String]) -> Result<()> {
     crate::venv::AIOSMTPD.ensure(layout)?;
     // Downstream readers: Confluent's Python deserializer reads every topic.
     crate::venv::CONFLUENT_KAFKA.ensure(layout)?;
+    // ... and so do Apicurio's Java deserializer and a Kafka Connect worker.
+    for jars in crate::java_tools::ALL {
+        jars.ensure(layout)?;
+    }
     crate::debian::ensure_promtool()?;
     let binaries = build(layout, &args)?;
     println!(

@@ -6,7 +6,7 @@
 //! complete. A later run with the same pom downloads nothing; a changed pom fetches again.
 
 use std::fs;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{bail, Context, Result};
@@ -21,6 +21,9 @@ const COPY_GOAL: &str = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1:
 
 /// Kafka 4 brokers need Java 17 or newer.
 const MIN_JAVA: u32 = 17;
+
+/// The file, beside the jars, that holds the pom they were fetched from.
+pub const STAMP: &str = ".fetched-from";
 
 /// The `java` to run: $JAVA_HOME/bin/java when set, else the first on PATH.
 pub fn java() -> Result<PathBuf> {
@@ -66,32 +69,50 @@ pub fn java_major(banner: &str) -> Option<u32> {
 
 /// Makes sure `.stack/kafka/libs` holds the complete jar set of the committed pom.
 pub fn ensure_libs(layout: &Layout) -> Result<()> {
-    let pom = fs::read_to_string(layout.kafka_pom())
-        .with_context(|| format!("reading {}", layout.kafka_pom().display()))?;
-    if fs::read_to_string(layout.kafka_libs_stamp())
-        .ok()
-        .as_deref()
-        == Some(pom.as_str())
-    {
+    ensure_jars(
+        layout,
+        "kafka",
+        "the broker jars",
+        &layout.kafka_pom(),
+        &layout.kafka_libs(),
+    )
+}
+
+/// Makes sure `libs` holds every runtime jar of `pom`, fetched by Maven all or nothing: into
+/// a scratch directory renamed into place when mvn succeeds, stamped with the pom they came
+/// from (a changed pom fetches again, an unchanged one downloads nothing).
+pub fn ensure_jars(
+    layout: &Layout,
+    label: &str,
+    what: &str,
+    pom: &Path,
+    libs: &Path,
+) -> Result<()> {
+    let pom_text = fs::read_to_string(pom).with_context(|| format!("reading {}", pom.display()))?;
+    let stamp = libs.join(STAMP);
+    if fs::read_to_string(&stamp).ok().as_deref() == Some(pom_text.as_str()) {
         return Ok(());
     }
-    let mvn = which("mvn").context(
-        "no `mvn` found on PATH: xtask fetches the Kafka jars with Maven; \
-         install it, e.g. `apt-get install maven`",
-    )?;
-    let scratch = layout.kafka_dir().join("libs.partial");
+    let mvn = which("mvn").with_context(|| {
+        format!(
+            "no `mvn` found on PATH: xtask fetches {what} with Maven; \
+             install it, e.g. `apt-get install maven`"
+        )
+    })?;
+    let parent = libs.parent().context("a libs folder has a parent")?;
+    let scratch = parent.join("libs.partial");
     if scratch.exists() {
         fs::remove_dir_all(&scratch)?;
     }
     fs::create_dir_all(&scratch)?;
     println!(
-        "kafka: fetching the broker jars with Maven ({} -> {}) ...",
-        layout.show(&layout.kafka_pom()),
-        layout.show(&layout.kafka_libs())
+        "{label}: fetching {what} with Maven ({} -> {}) ...",
+        layout.show(pom),
+        layout.show(libs)
     );
     let out = Command::new(mvn)
         .args(["-B", "-q", "-Dstyle.color=never", "-f"])
-        .arg(layout.kafka_pom())
+        .arg(pom)
         .arg(COPY_GOAL)
         .arg("-DincludeScope=runtime")
         .arg(format!("-DoutputDirectory={}", scratch.display()))
@@ -120,13 +141,12 @@ pub fn ensure_libs(layout: &Layout) -> Result<()> {
             scratch.display()
         );
     }
-    let libs = layout.kafka_libs();
     if libs.exists() {
-        fs::remove_dir_all(&libs)?;
+        fs::remove_dir_all(libs)?;
     }
-    fs::rename(&scratch, &libs)?;
-    fs::write(layout.kafka_libs_stamp(), pom)?;
-    println!("kafka: {jars} jars in {}", layout.show(&libs));
+    fs::rename(&scratch, libs)?;
+    fs::write(&stamp, pom_text)?;
+    println!("{label}: {jars} jars in {}", layout.show(libs));
     Ok(())
 }
 
