@@ -65,6 +65,28 @@ async fn stats(State(state): State<CrmState>) -> Response {
     body.insert("max_requests_in_window".into(), json!(max_arrived));
     body.insert("max_admitted_in_window".into(), json!(max_admitted));
     body.insert("tokens".into(), Value::Object(tokens));
+    let searches = state.search_limits();
+    body.insert(
+        "search_limit".into(),
+        json!({ "max": b.search_rate_max, "window_ms": crate::state::SEARCH_WINDOW.as_millis() }),
+    );
+    body.insert(
+        "max_searches_in_second".into(),
+        json!(searches.iter().map(|s| s.1).max().unwrap_or(0)),
+    );
+    body.insert(
+        "search_tokens".into(),
+        searches
+            .iter()
+            .map(|(label, max, refused)| {
+                (
+                    label.clone(),
+                    json!({ "max_searches_in_second": max, "throttled": refused }),
+                )
+            })
+            .collect::<serde_json::Map<String, Value>>()
+            .into(),
+    );
     Json(Value::Object(body)).into_response()
 }
 

@@ -8,6 +8,8 @@
 
 use std::net::SocketAddr;
 
+use std::time::Duration;
+
 use serde::{Deserialize, Serialize};
 
 /// Where the simulator listens unless told otherwise.
@@ -90,13 +92,27 @@ pub struct CrmBehaviour {
     /// How long the answer of an applied-then-late write is held back.
     #[arg(long, env = "SIM_CRM_TIMEOUT_MS", default_value_t = DEFAULT_BEHAVIOUR.timeout_ms)]
     pub timeout_ms: u64,
-    /// How long a new object stays invisible to search (HubSpot's search
-    /// index lags its writes). 0: visible at once.
+    /// The median time a new object stays invisible to search (HubSpot's
+    /// search index lags its writes: "a few moments" in its documentation,
+    /// one to three minutes in its users' reports). 0: visible at once.
     #[arg(long, env = "SIM_CRM_SEARCH_LAG_MS", default_value_t = DEFAULT_BEHAVIOUR.search_lag_ms)]
     pub search_lag_ms: u64,
+    /// The lag's spread: each object's lag is log-normal around the median,
+    /// `median * exp(sigma * z)`; 0 makes every lag the median.
+    #[arg(long, env = "SIM_CRM_SEARCH_LAG_SIGMA", default_value_t = DEFAULT_BEHAVIOUR.search_lag_sigma)]
+    pub search_lag_sigma: f64,
+    /// No lag is longer than this (the tail's end).
+    #[arg(long, env = "SIM_CRM_SEARCH_LAG_MAX_MS", default_value_t = DEFAULT_BEHAVIOUR.search_lag_max_ms)]
+    pub search_lag_max_ms: u64,
+    /// Searches allowed per token in any rolling second (HubSpot: 5 per
+    /// account, beside the ten-second limit, answered `429` with policy
+    /// `SECONDLY` and no rate-limit headers). 0 lifts it.
+    #[arg(long, env = "SIM_CRM_SEARCH_RATE_MAX", default_value_t = DEFAULT_BEHAVIOUR.search_rate_max)]
+    pub search_rate_max: u32,
 }
 
-/// The defaults of [`CrmBehaviour`]: HubSpot's limit, no faults.
+/// The defaults of [`CrmBehaviour`]: HubSpot's limits and search lag (a
+/// median of 3 s, p99 about 50 s, the longest 2 minutes), no faults.
 pub const DEFAULT_BEHAVIOUR: CrmBehaviour = CrmBehaviour {
     rate_limit_max: 100,
     rate_limit_window_ms: 10_000,
@@ -105,7 +121,10 @@ pub const DEFAULT_BEHAVIOUR: CrmBehaviour = CrmBehaviour {
     slow_ms: 2_000,
     timeout_share: 0.0,
     timeout_ms: 30_000,
-    search_lag_ms: 0,
+    search_lag_ms: 3_000,
+    search_lag_sigma: 1.2,
+    search_lag_max_ms: 120_000,
+    search_rate_max: 5,
 };
 
 impl Default for CrmBehaviour {
@@ -121,6 +140,8 @@ pub enum ConfigError {
     Share(&'static str),
     #[error("`rate_limit_window_ms` must be > 0")]
     Window,
+    #[error("`search_lag_sigma` must be a finite number >= 0")]
+    Sigma,
 }
 
 impl CrmBehaviour {
@@ -138,7 +159,30 @@ impl CrmBehaviour {
         if self.rate_limit_window_ms == 0 {
             return Err(ConfigError::Window);
         }
+        if !(self.search_lag_sigma.is_finite() && self.search_lag_sigma >= 0.0) {
+            return Err(ConfigError::Sigma);
+        }
         Ok(())
+    }
+
+    /// How long an object stays out of search, for a standard normal draw
+    /// `z`: log-normal around the median, capped at the maximum.
+    pub fn search_lag(&self, z: f64) -> Duration {
+        let median = self.search_lag_ms as f64;
+        let ms = (median * (self.search_lag_sigma * z).exp()).min(self.search_lag_max_ms as f64);
+        Duration::from_millis(if ms.is_finite() {
+            ms.max(0.0) as u64
+        } else {
+            0
+        })
+    }
+
+    /// Search at once: no lag (tests about something else).
+    pub fn with_instant_search(self) -> Self {
+        Self {
+            search_lag_ms: 0,
+            ..self
+        }
     }
 }
 
@@ -177,6 +221,20 @@ mod tests {
     }
 
     #[test]
+    fn the_search_lag_is_long_tailed_and_capped() {
+        let b = CrmBehaviour::default();
+        assert_eq!(b.search_lag(0.0), Duration::from_secs(3), "the median");
+        let p99 = b.search_lag(2.326);
+        assert!(
+            p99 > Duration::from_secs(40) && p99 < Duration::from_secs(60),
+            "{p99:?}"
+        );
+        assert_eq!(b.search_lag(5.0), Duration::from_secs(120), "capped");
+        assert!(b.search_lag(-5.0) < Duration::from_millis(10));
+        assert_eq!(b.with_instant_search().search_lag(3.0), Duration::ZERO);
+    }
+
+    #[test]
     fn validation() {
         type Edit = fn(&mut CrmBehaviour);
         let cases: &[(Edit, Result<(), ConfigError>)] = &[
@@ -190,6 +248,7 @@ mod tests {
                 Err(ConfigError::Share("timeout_share")),
             ),
             (|b| b.rate_limit_window_ms = 0, Err(ConfigError::Window)),
+            (|b| b.search_lag_sigma = -1.0, Err(ConfigError::Sigma)),
         ];
         for (edit, want) in cases {
             let mut b = CrmBehaviour::default();

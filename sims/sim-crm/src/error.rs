@@ -20,10 +20,26 @@ pub enum CrmError {
     Unauthorized,
     #[error("rate limit reached")]
     RateLimited { retry_after: Duration },
+    /// The per-second search limit: HubSpot's answer names the `SECONDLY`
+    /// policy and, unlike the ten-second one, sends no `Retry-After`.
+    #[error("search rate limit reached")]
+    SearchRateLimited,
     #[error("validation: {0}")]
     Validation(String),
     #[error("object not found")]
     NotFound { id: String },
+    /// A unique property's value is held by another object.
+    #[error("unique value taken")]
+    UniqueConflict {
+        kind: crate::objects::ObjectType,
+        property: String,
+        value: String,
+        existing_id: String,
+    },
+    #[error("property exists")]
+    PropertyExists { name: String },
+    #[error("property not found")]
+    PropertyNotFound { name: String },
     #[error("unknown object type")]
     UnknownType(String),
     #[error("injected server error {0}")]
@@ -36,9 +52,14 @@ impl CrmError {
     pub fn status(&self) -> StatusCode {
         match self {
             CrmError::Unauthorized => StatusCode::UNAUTHORIZED,
-            CrmError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
+            CrmError::RateLimited { .. } | CrmError::SearchRateLimited => {
+                StatusCode::TOO_MANY_REQUESTS
+            }
             CrmError::Validation(_) | CrmError::UnknownType(_) => StatusCode::BAD_REQUEST,
-            CrmError::NotFound { .. } => StatusCode::NOT_FOUND,
+            CrmError::NotFound { .. } | CrmError::PropertyNotFound { .. } => StatusCode::NOT_FOUND,
+            CrmError::UniqueConflict { .. } | CrmError::PropertyExists { .. } => {
+                StatusCode::CONFLICT
+            }
             CrmError::Injected(code) => {
                 StatusCode::from_u16(*code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
             }
@@ -66,6 +87,14 @@ impl IntoResponse for CrmError {
                 "policyName": "TEN_SECONDLY_ROLLING",
                 "groupName": "publicapi:private-app",
             }),
+            CrmError::SearchRateLimited => json!({
+                "status": "error",
+                "message": "You have reached your secondly limit.",
+                "errorType": "RATE_LIMIT",
+                "correlationId": correlation,
+                "policyName": "SECONDLY",
+                "groupName": "publicapi:crm-search",
+            }),
             CrmError::Validation(message) => json!({
                 "status": "error",
                 "message": message,
@@ -77,6 +106,32 @@ impl IntoResponse for CrmError {
                 "message": "Object not found.  objectId are usually numeric.",
                 "correlationId": correlation,
                 "context": { "id": [id] },
+                "category": "OBJECT_NOT_FOUND",
+            }),
+            CrmError::UniqueConflict {
+                kind,
+                property,
+                value,
+                existing_id,
+            } => json!({
+                "status": "error",
+                "message": format!(
+                    "A {} with {property} '{value}' already exists. Existing ID: {existing_id}",
+                    kind.singular()
+                ),
+                "correlationId": correlation,
+                "category": "CONFLICT",
+            }),
+            CrmError::PropertyExists { name } => json!({
+                "status": "error",
+                "message": format!("Property named '{name}' already exists."),
+                "correlationId": correlation,
+                "category": "OBJECT_ALREADY_EXISTS",
+            }),
+            CrmError::PropertyNotFound { name } => json!({
+                "status": "error",
+                "message": format!("Property {name} does not exist"),
+                "correlationId": correlation,
                 "category": "OBJECT_NOT_FOUND",
             }),
             CrmError::UnknownType(t) => json!({

@@ -4,8 +4,10 @@
 //! draws: an injected 5xx (nothing applied), a slow start, or, for writes,
 //! the write applied and its answer held back past the client's timeout.
 //!
-//! Every answer carries HubSpot's `X-HubSpot-RateLimit-*` headers once the
-//! token is known.
+//! Searches pass their own limit first (5 per second per token, `429` with
+//! policy `SECONDLY`), as HubSpot's do. Every other answer carries HubSpot's
+//! `X-HubSpot-RateLimit-*` headers once the token is known; search answers
+//! carry none, as HubSpot's do not.
 
 use std::time::{Duration, Instant};
 
@@ -28,6 +30,10 @@ fn bearer(headers: &HeaderMap) -> &str {
 /// Writes are the requests that change objects: creates and updates.
 fn is_write(method: &Method, path: &str) -> bool {
     *method == Method::PATCH || (*method == Method::POST && !path.ends_with("/search"))
+}
+
+fn is_search(path: &str) -> bool {
+    path.ends_with("/search")
 }
 
 fn limit_headers(response: &mut Response, max: u32, window_ms: u64, left: u32) {
@@ -61,6 +67,14 @@ pub async fn gate(State(state): State<CrmState>, request: Request, next: Next) -
         return CrmError::Unauthorized.into_response();
     }
     let b = state.behaviour();
+    let search = is_search(request.uri().path());
+    if search && state.admit_search(&token, now).is_err() {
+        state.note(|s| {
+            s.throttled += 1;
+            s.search_throttled += 1;
+        });
+        return CrmError::SearchRateLimited.into_response();
+    }
     let (left, draws) = match state.admit(&token, now) {
         Ok(admitted) => admitted,
         Err(refused) => {
@@ -69,7 +83,9 @@ pub async fn gate(State(state): State<CrmState>, request: Request, next: Next) -
                 retry_after: refused.retry_after,
             }
             .into_response();
-            limit_headers(&mut r, b.rate_limit_max, b.rate_limit_window_ms, 0);
+            if !search {
+                limit_headers(&mut r, b.rate_limit_max, b.rate_limit_window_ms, 0);
+            }
             return r;
         }
     };
@@ -83,6 +99,8 @@ pub async fn gate(State(state): State<CrmState>, request: Request, next: Next) -
         tokio::time::sleep(Duration::from_millis(b.slow_ms)).await;
     }
     let write = is_write(request.method(), request.uri().path());
+    let mut request = request;
+    request.extensions_mut().insert(draws);
     let mut response = next.run(request).await;
     if write && response.status().is_success() && draws.timeout < b.timeout_share {
         // Applied: only the answer is late. A client that gave up cannot
@@ -90,12 +108,15 @@ pub async fn gate(State(state): State<CrmState>, request: Request, next: Next) -
         state.note(|s| s.late_answers += 1);
         tokio::time::sleep(Duration::from_millis(b.timeout_ms)).await;
     }
-    limit_headers(
-        &mut response,
-        b.rate_limit_max,
-        b.rate_limit_window_ms,
-        left,
-    );
+    // HubSpot's search answers carry no rate-limit headers.
+    if !search {
+        limit_headers(
+            &mut response,
+            b.rate_limit_max,
+            b.rate_limit_window_ms,
+            left,
+        );
+    }
     response
 }
 

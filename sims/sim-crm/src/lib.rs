@@ -20,6 +20,7 @@ pub mod db;
 pub mod error;
 pub mod gate;
 pub mod objects;
+pub mod properties;
 pub mod ratelimit;
 pub mod search;
 pub mod server;

@@ -25,6 +25,7 @@ pub enum ObjectType {
     Contacts,
     Companies,
     Deals,
+    Tickets,
     Notes,
     Tasks,
     Calls,
@@ -33,10 +34,11 @@ pub enum ObjectType {
 }
 
 impl ObjectType {
-    pub const ALL: [ObjectType; 8] = [
+    pub const ALL: [ObjectType; 9] = [
         ObjectType::Contacts,
         ObjectType::Companies,
         ObjectType::Deals,
+        ObjectType::Tickets,
         ObjectType::Notes,
         ObjectType::Tasks,
         ObjectType::Calls,
@@ -49,11 +51,20 @@ impl ObjectType {
             ObjectType::Contacts => "contacts",
             ObjectType::Companies => "companies",
             ObjectType::Deals => "deals",
+            ObjectType::Tickets => "tickets",
             ObjectType::Notes => "notes",
             ObjectType::Tasks => "tasks",
             ObjectType::Calls => "calls",
             ObjectType::Emails => "emails",
             ObjectType::Meetings => "meetings",
+        }
+    }
+
+    /// One object of the type, for messages (`contact`, `ticket`).
+    pub fn singular(self) -> &'static str {
+        match self {
+            ObjectType::Companies => "company",
+            other => other.as_str().trim_end_matches('s'),
         }
     }
 
@@ -63,6 +74,7 @@ impl ObjectType {
             ObjectType::Contacts => "0-1",
             ObjectType::Companies => "0-2",
             ObjectType::Deals => "0-3",
+            ObjectType::Tickets => "0-5",
             ObjectType::Notes => "0-46",
             ObjectType::Tasks => "0-27",
             ObjectType::Calls => "0-48",

@@ -26,6 +26,9 @@ pub enum StartError {
     Http(#[from] callstream_platform::http::ServeError),
 }
 
+/// The search limit's window: HubSpot's is per second.
+pub const SEARCH_WINDOW: Duration = Duration::from_secs(1);
+
 /// Request counters of `GET /_sim/stats`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct RequestStats {
@@ -35,6 +38,8 @@ pub struct RequestStats {
     pub refused_unauthorized: u64,
     /// 429s sent.
     pub throttled: u64,
+    /// Of those, searches refused by the per-second search limit.
+    pub search_throttled: u64,
     /// Injected 5xx answers (nothing applied).
     pub injected_errors: u64,
     /// Requests held `slow_ms` before being handled.
@@ -52,11 +57,16 @@ pub struct Draws {
     pub error_code: f64,
     pub slow: f64,
     pub timeout: f64,
+    /// A standard normal draw: a create's search lag (see
+    /// [`CrmBehaviour::search_lag`]).
+    pub lag_z: f64,
 }
 
 #[derive(Default)]
 pub(crate) struct Gate {
     pub limits: HashMap<String, Rolling>,
+    /// Each token's searches in the rolling second.
+    pub search_limits: HashMap<String, Rolling>,
     pub stats: RequestStats,
     next_request: u64,
 }
@@ -174,13 +184,42 @@ impl CrmState {
             .finalize();
         seed.copy_from_slice(&d);
         let mut rng = StdRng::from_seed(seed);
+        // Box-Muller: two uniform draws make one standard normal one.
+        let (u1, u2): (f64, f64) = (rng.random(), rng.random());
+        let lag_z = (-2.0 * (1.0 - u1).ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
         let draws = Draws {
             error: rng.random(),
             error_code: rng.random(),
             slow: rng.random(),
             timeout: rng.random(),
+            lag_z,
         };
         Ok((left, draws))
+    }
+
+    /// Admits a search under its token's per-second search limit (before
+    /// the ten-second limit: a refused search was not served).
+    pub fn admit_search(&self, token: &str, now: Instant) -> Result<(), Refused> {
+        let max = self.behaviour().search_rate_max;
+        let mut g = lock(&self.0.gate);
+        g.search_limits
+            .entry(token.to_string())
+            .or_default()
+            .admit(now, SEARCH_WINDOW, max)
+            .map(|_| ())
+    }
+
+    /// Per token (by label): the most searches that arrived in any rolling
+    /// second, refused ones included, and the searches refused.
+    pub fn search_limits(&self) -> Vec<(String, u32, u64)> {
+        let g = lock(&self.0.gate);
+        let mut out: Vec<_> = g
+            .search_limits
+            .iter()
+            .map(|(t, r)| (token_label(t), r.max_arrived_in_window, r.refused_total))
+            .collect();
+        out.sort();
+        out
     }
 
     /// Per token (by label): (arrived, refused, max arrived in a window,

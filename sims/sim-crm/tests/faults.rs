@@ -132,6 +132,7 @@ async fn errors_and_slow_answers_happen_at_their_rates_and_repeat_by_seed() {
 async fn search_lags_behind_writes_when_told_to() {
     let lagging = CrmBehaviour {
         search_lag_ms: 300,
+        search_lag_sigma: 0.0,
         ..unlimited()
     };
     let crm = Crm::start(config(lagging)).await;

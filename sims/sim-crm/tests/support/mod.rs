@@ -26,11 +26,12 @@ pub fn config(behaviour: CrmBehaviour) -> SimCrmConfig {
     }
 }
 
-/// No rate limit, no faults.
+/// No rate limits, no faults, search at once.
 pub fn unlimited() -> CrmBehaviour {
     CrmBehaviour {
         rate_limit_max: 0,
-        ..CrmBehaviour::default()
+        search_rate_max: 0,
+        ..CrmBehaviour::default().with_instant_search()
     }
 }
 
