@@ -38,6 +38,10 @@ pub struct CrmDispatcherConfig {
     pub tenant_tokens: BTreeMap<String, String>,
     /// The CRM's rate limit per token and how far below it to stay.
     pub rate_limit: RateLimit,
+    /// The CRM's search limit per token, beside `rate_limit`
+    /// (`CALLSTREAM_CRM_SEARCH_RATE_MAX` per second, default 5, HubSpot's;
+    /// 0: no client-side search limit).
+    pub search_limit: RateLimit,
     /// Timeouts, settle time and the retry bound.
     pub policy: DispatchPolicy,
     /// CRM requests in flight at once (`CALLSTREAM_CRM_CONCURRENCY`, default
@@ -62,6 +66,7 @@ impl fmt::Debug for CrmDispatcherConfig {
                 &self.tenant_tokens.keys().collect::<Vec<_>>(),
             )
             .field("rate_limit", &self.rate_limit)
+            .field("search_limit", &self.search_limit)
             .field("policy", &self.policy)
             .field("concurrency", &self.concurrency)
             .field("service_name", &self.service_name)
@@ -108,6 +113,15 @@ pub struct QuotaPlan {
 }
 
 impl RateLimit {
+    /// HubSpot's search limit: 5 per second per account, aimed at 4.
+    pub fn search() -> Self {
+        Self {
+            max_requests: 5,
+            window: Duration::from_secs(1),
+            headroom: 0.2,
+        }
+    }
+
     /// The client-side quota, or `None` without a limit.
     ///
     /// Guarantee: in any window of `window`, a GCRA limiter with this plan
@@ -152,8 +166,19 @@ pub struct DispatchPolicy {
     /// Time left between a write whose outcome is unknown and the search for
     /// it (`CALLSTREAM_CRM_SETTLE_MS`, default 5 000): the CRM's search index
     /// lags its writes, and a search too early would miss an object that
-    /// exists. Must exceed the CRM's index lag.
+    /// exists. The first search goes after it.
     pub settle: Duration,
+    /// How long after a create whose outcome is unknown was asked for a
+    /// search that finds nothing is still not trusted
+    /// (`CALLSTREAM_CRM_SETTLE_WINDOW_MS`, default 300 000): inside it the
+    /// command searches again every `search_interval` and is never created
+    /// again; after it, nothing found means the create never landed. Must
+    /// cover the send window, the request timeout and the CRM's longest
+    /// index lag (HubSpot's users report one to three minutes).
+    pub settle_window: Duration,
+    /// The gap between two searches for one command inside the settle
+    /// window (`CALLSTREAM_CRM_SEARCH_INTERVAL_MS`, default 20 000).
+    pub search_interval: Duration,
     /// Bounded, doubling, jittered retries of transient failures.
     pub retry: RetryPolicy,
 }
@@ -165,6 +190,8 @@ impl Default for DispatchPolicy {
             connect_timeout: Duration::from_secs(2),
             send_window: Duration::from_secs(30),
             settle: Duration::from_secs(5),
+            settle_window: Duration::from_secs(300),
+            search_interval: Duration::from_secs(20),
             retry: RetryPolicy::default(),
         }
     }
@@ -185,6 +212,8 @@ impl DispatchPolicy {
             request_timeout: span(self.request_timeout),
             send_window: span(self.send_window),
             settle: span(self.settle),
+            settle_window: span(self.settle_window),
+            search_interval: span(self.search_interval),
             retry: crate::backoff::RetryPolicy {
                 base_delay: span(self.retry.base_delay),
                 max_delay: span(self.retry.max_delay),
@@ -192,6 +221,13 @@ impl DispatchPolicy {
             },
             ..self
         }
+    }
+
+    /// Time left, at `now_ms`, in the settle window of a create asked for
+    /// at `asked_ms`: zero once it is over.
+    pub fn settle_left(&self, asked_ms: i64, now_ms: i64) -> Duration {
+        let end = asked_ms.saturating_add(ms(self.settle_window));
+        Duration::from_millis(u64::try_from(end.saturating_sub(now_ms)).unwrap_or(0))
     }
 
     /// The latest time a request asked for at `now_ms` may be sent.
@@ -228,6 +264,7 @@ impl CrmDispatcherConfig {
             default_token: token.into(),
             tenant_tokens: BTreeMap::new(),
             rate_limit: RateLimit::default(),
+            search_limit: RateLimit::search(),
             policy: DispatchPolicy::default(),
             concurrency: 32,
             service_name: "crm-dispatcher".into(),
@@ -301,9 +338,15 @@ impl CrmDispatcherConfig {
         p.connect_timeout = millis("CALLSTREAM_CRM_CONNECT_TIMEOUT_MS", d.connect_timeout)?;
         p.send_window = millis("CALLSTREAM_CRM_SEND_WINDOW_MS", d.send_window)?;
         p.settle = millis("CALLSTREAM_CRM_SETTLE_MS", d.settle)?;
+        p.settle_window = millis("CALLSTREAM_CRM_SETTLE_WINDOW_MS", d.settle_window)?;
+        p.search_interval = millis("CALLSTREAM_CRM_SEARCH_INTERVAL_MS", d.search_interval)?;
         p.retry.max_failures = small("CALLSTREAM_CRM_MAX_FAILURES", d.retry.max_failures)?;
         p.retry.base_delay = millis("CALLSTREAM_CRM_RETRY_BASE_MS", d.retry.base_delay)?;
         p.retry.max_delay = millis("CALLSTREAM_CRM_RETRY_MAX_MS", d.retry.max_delay)?;
+        config.search_limit.max_requests = small(
+            "CALLSTREAM_CRM_SEARCH_RATE_MAX",
+            RateLimit::search().max_requests,
+        )?;
         let r = RateLimit::default();
         config.rate_limit.max_requests = small("CALLSTREAM_CRM_RATE_LIMIT_MAX", r.max_requests)?;
         config.rate_limit.window = millis("CALLSTREAM_CRM_RATE_LIMIT_WINDOW_MS", r.window)?;
@@ -348,6 +391,7 @@ impl CrmDispatcherConfig {
             ("CALLSTREAM_CRM_CONNECT_TIMEOUT_MS", p.connect_timeout),
             ("CALLSTREAM_CRM_SEND_WINDOW_MS", p.send_window),
             ("CALLSTREAM_CRM_RETRY_BASE_MS", p.retry.base_delay),
+            ("CALLSTREAM_CRM_SEARCH_INTERVAL_MS", p.search_interval),
             (
                 "CALLSTREAM_CRM_RATE_LIMIT_WINDOW_MS",
                 self.rate_limit.window,
@@ -370,6 +414,14 @@ impl CrmDispatcherConfig {
                 "CALLSTREAM_CRM_RETRY_MAX_MS",
                 p.retry.max_delay.as_millis().to_string(),
                 "must not be below the base delay",
+            );
+        }
+        let must_cover = p.send_window + p.request_timeout + p.settle;
+        if p.settle_window < must_cover {
+            return invalid(
+                "CALLSTREAM_CRM_SETTLE_WINDOW_MS",
+                p.settle_window.as_millis().to_string(),
+                "must cover the send window, the request timeout and the settle time",
             );
         }
         if p.retry.max_failures == 0 {

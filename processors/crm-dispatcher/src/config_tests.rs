@@ -39,6 +39,9 @@ fn the_environment_sets_every_field_and_defaults_fill_the_rest() {
             ("CALLSTREAM_CRM_TENANT_TOKENS", "t1=a, t2=b"),
             ("CALLSTREAM_CRM_RATE_LIMIT_MAX", "50"),
             ("CALLSTREAM_CRM_SETTLE_MS", "750"),
+            ("CALLSTREAM_CRM_SETTLE_WINDOW_MS", "120000"),
+            ("CALLSTREAM_CRM_SEARCH_INTERVAL_MS", "5000"),
+            ("CALLSTREAM_CRM_SEARCH_RATE_MAX", "3"),
             ("CALLSTREAM_CRM_MAX_FAILURES", "4"),
         ]),
     )
@@ -51,6 +54,10 @@ fn the_environment_sets_every_field_and_defaults_fill_the_rest() {
     assert_eq!(config.rate_limit.max_requests, 50);
     assert_eq!(config.rate_limit.window, Duration::from_secs(10));
     assert_eq!(config.policy.settle, Duration::from_millis(750));
+    assert_eq!(config.policy.settle_window, Duration::from_secs(120));
+    assert_eq!(config.policy.search_interval, Duration::from_secs(5));
+    assert_eq!(config.search_limit.max_requests, 3);
+    assert_eq!(config.search_limit.window, Duration::from_secs(1));
     assert_eq!(config.policy.retry.max_failures, 4);
     assert_eq!(config.policy.request_timeout, Duration::from_secs(10));
     assert!(
@@ -108,6 +115,21 @@ fn bad_settings_are_refused_with_their_name() {
         (
             &[("CALLSTREAM_CRM_TOKEN", "change-me")],
             "CALLSTREAM_CRM_TOKEN",
+        ),
+        (
+            // Shorter than a request asked for, sent and timed out.
+            &[
+                ("CALLSTREAM_CRM_TOKEN", "t"),
+                ("CALLSTREAM_CRM_SETTLE_WINDOW_MS", "30000"),
+            ],
+            "CALLSTREAM_CRM_SETTLE_WINDOW_MS",
+        ),
+        (
+            &[
+                ("CALLSTREAM_CRM_TOKEN", "t"),
+                ("CALLSTREAM_CRM_SEARCH_INTERVAL_MS", "0"),
+            ],
+            "CALLSTREAM_CRM_SEARCH_INTERVAL_MS",
         ),
         (
             &[

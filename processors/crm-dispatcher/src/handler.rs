@@ -17,7 +17,7 @@ use futures::future::BoxFuture;
 use crate::client::CrmClient;
 use crate::config::CrmDispatcherConfig;
 use crate::limiter::Limiters;
-use crate::wire::{EffectCall, Outcome};
+use crate::wire::{CrmRequest, EffectCall, Outcome};
 
 /// Runs CRM requests: one shared client and per-token limiters.
 #[derive(Clone)]
@@ -28,6 +28,8 @@ pub struct CrmEffects {
 struct Inner {
     client: CrmClient,
     limiters: Limiters,
+    /// The search limit's, passed before `limiters` by searches only.
+    search_limiters: Limiters,
     config: CrmDispatcherConfig,
     clock: Arc<dyn Clock>,
 }
@@ -43,11 +45,13 @@ impl CrmEffects {
         let tokens = std::iter::once(config.default_token.as_str())
             .filter(|t| !t.is_empty())
             .chain(config.tenant_tokens.values().map(String::as_str));
-        let limiters = Limiters::new(config.rate_limit, tokens);
+        let limiters = Limiters::new(config.rate_limit, tokens.clone());
+        let search_limiters = Limiters::new(config.search_limit, tokens);
         Ok(Self {
             inner: Arc::new(Inner {
                 client,
                 limiters,
+                search_limiters,
                 config: config.clone(),
                 clock: callstream_runtime::process_clock(),
             }),
@@ -61,6 +65,7 @@ impl CrmEffects {
             inner: Arc::new(Inner {
                 client: inner.client.clone(),
                 limiters: inner.limiters.clone(),
+                search_limiters: inner.search_limiters.clone(),
                 config: inner.config.clone(),
                 clock,
             }),
@@ -86,6 +91,11 @@ impl CrmEffects {
             };
         };
         let deadline = Instant::now() + inner.clock.real_wait(Duration::from_millis(left));
+        // A search passes the search limit first, then the one every request passes.
+        let search = matches!(call.request, CrmRequest::Search { .. });
+        if search && !inner.search_limiters.acquire(token, deadline).await {
+            return Outcome::Expired;
+        }
         if !inner.limiters.acquire(token, deadline).await {
             return Outcome::Expired;
         }
@@ -94,9 +104,25 @@ impl CrmEffects {
             return Outcome::Expired;
         }
         let outcome = inner.client.send(token, &call.request).await;
-        // Without Retry-After, one period of the CRM's window is a fair guess.
-        let fallback = inner.config.rate_limit.window / 10;
-        if let Some(wait) = hold_back(&inner.limiters, token, &outcome, fallback) {
+        // HubSpot's search limit answers 429 without Retry-After: hold the
+        // token's searches back a second. Otherwise the ten-second limit's
+        // Retry-After holds every request back (one tenth of its window
+        // without one).
+        let search_limited = search
+            && matches!(
+                outcome,
+                Outcome::Refused {
+                    status: 429,
+                    retry_after_ms: None,
+                    ..
+                }
+            );
+        let (limiters, fallback) = if search_limited {
+            (&inner.search_limiters, inner.config.search_limit.window)
+        } else {
+            (&inner.limiters, inner.config.rate_limit.window / 10)
+        };
+        if let Some(wait) = hold_back(limiters, token, &outcome, fallback) {
             tracing::warn!(tenant = %call.tenant_id, wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
                 "CRM rate limit hit; holding this token's requests back");
         }

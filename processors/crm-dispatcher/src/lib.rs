@@ -8,7 +8,10 @@
 //!   as `callstream_op_id`; the effect ledger (operation id → outcome, CRM
 //!   object id) in the processor's state answers repeats, and a create
 //!   whose outcome is unknown (timeout, `5xx`, crash between request and
-//!   record) is searched for by `callstream_op_id` before it is sent again.
+//!   record) is searched for by `callstream_op_id` before it is sent again,
+//!   and a search that finds nothing is trusted only once the settle window
+//!   (longer than the CRM's longest index lag) is over; until then it
+//!   searches again, within the CRM's search limit.
 //! - In order per contact: one command per contact in flight, later ones
 //!   queue behind it; a contact update carries its fact time and a property
 //!   whose applied fact is newer is not overwritten (all stale: skipped).

@@ -132,6 +132,7 @@ impl<'e, 'c, 'a, S: Switches> Step<'e, 'c, 'a, S> {
         };
         self.env.config.metrics.request(sent, &outcome);
         let policy = self.env.config.policy;
+        let now = self.now;
         let active = self.active_mut()?;
         if outcome.was_sent() {
             active.requests = active.requests.saturating_add(1);
@@ -146,7 +147,10 @@ impl<'e, 'c, 'a, S: Switches> Step<'e, 'c, 'a, S> {
             active.last_error = Some(outcome.describe());
         }
         let seed = seed_of(&active.command.operation_id);
-        let decision = decide(sent, &outcome, active.failures, seed, &policy);
+        let settle_left = active
+            .maybe_applied
+            .then(|| policy.settle_left(active.maybe_applied_at.unwrap_or(now), now));
+        let decision = decide(sent, &outcome, active.failures, seed, &policy, settle_left);
         self.apply(decision)?;
         self.drain()
     }
@@ -209,6 +213,13 @@ impl<'e, 'c, 'a, S: Switches> Step<'e, 'c, 'a, S> {
             active.failures = active.failures.saturating_add(1);
         }
         if let Some(maybe) = decision.maybe_applied {
+            // A create that may have landed starts (or restarts) its settle
+            // window from when it was asked for.
+            active.maybe_applied_at = if maybe {
+                active.last_write_at.or(active.maybe_applied_at)
+            } else {
+                None
+            };
             active.maybe_applied = maybe;
         }
         match decision.next {
@@ -281,6 +292,12 @@ impl<'e, 'c, 'a, S: Switches> Step<'e, 'c, 'a, S> {
             requests: 0,
             failures: 0,
             maybe_applied: create && prior.as_ref().is_some_and(|p| p.maybe_applied),
+            // An entry from before the window was kept gets a whole window.
+            maybe_applied_at: prior
+                .as_ref()
+                .filter(|p| create && p.maybe_applied)
+                .map(|p| p.maybe_applied_at.unwrap_or(self.now)),
+            last_write_at: None,
             properties,
             last_status: None,
             last_error: None,
@@ -334,6 +351,9 @@ impl<'e, 'c, 'a, S: Switches> Step<'e, 'c, 'a, S> {
         let active = self.active_mut()?;
         active.token = active.token.wrapping_add(1);
         active.phase = phase;
+        if phase == Phase::Writing {
+            active.last_write_at = Some(now);
+        }
         let token = active.token;
         let id = effect_id(&active.command.operation_id.to_string(), token);
         let call = EffectCall {

@@ -5,6 +5,9 @@
 //! - A create whose outcome is unknown (no answer, a `5xx`, a lost result)
 //!   is never sent again blindly: the next step is a search for its
 //!   operation id, after the settle time (the CRM's search index lags).
+//!   A search that finds nothing inside the settle window is not trusted:
+//!   the command searches again, spaced, and is created again only once
+//!   the window (longer than the index's longest lag) is over.
 //! - A contact update may be sent again: it writes the same values, and
 //!   the contact's later commands wait behind it, so order holds.
 //! - `429` and transient failures retry with doubling, jittered delays,
@@ -83,13 +86,15 @@ fn retryable_status(status: u16) -> bool {
 }
 
 /// The next step after `outcome` of `sent`, for a command that had failed
-/// `failures` times before; `seed` jitters the delay.
+/// `failures` times before; `seed` jitters the delay; `settle_left` is the
+/// time left in the settle window of a create that may have landed.
 pub fn decide(
     sent: Sent,
     outcome: &Outcome,
     failures: u32,
     seed: u64,
     policy: &DispatchPolicy,
+    settle_left: Option<Duration>,
 ) -> Decision {
     let ok = |next| Decision {
         next,
@@ -108,10 +113,17 @@ pub fn decide(
             })
         }
         Outcome::NotFound => {
-            return Decision {
-                maybe_applied: Some(false),
-                ..ok(Next::Write)
-            }
+            return match settle_left.filter(|left| !left.is_zero()) {
+                // The index may not show it yet: search again, never create.
+                Some(left) => ok(Next::Park {
+                    resume: Resume::Search,
+                    delay: policy.search_interval.min(left),
+                }),
+                None => Decision {
+                    maybe_applied: Some(false),
+                    ..ok(Next::Write)
+                },
+            };
         }
         Outcome::Expired => return ok(own(sent)),
         Outcome::Refused { status, .. } if !retryable_status(*status) => {

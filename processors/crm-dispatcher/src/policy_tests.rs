@@ -106,7 +106,7 @@ fn each_outcome_leads_to_its_step() {
     ];
     let policy = DispatchPolicy::default();
     for (sent, outcome, want, failed, maybe) in cases {
-        let decision = decide(sent, &outcome, 0, 7, &policy);
+        let decision = decide(sent, &outcome, 0, 7, &policy, None);
         assert_eq!(shape(&decision.next), want, "{sent:?} {outcome:?}");
         assert_eq!(decision.failed, failed, "{sent:?} {outcome:?}");
         assert_eq!(decision.maybe_applied, maybe, "{sent:?} {outcome:?}");
@@ -116,7 +116,7 @@ fn each_outcome_leads_to_its_step() {
 #[test]
 fn a_search_after_an_unknown_outcome_waits_the_settle_time() {
     let policy = DispatchPolicy::default();
-    let decision = decide(Sent::Create, &unanswered(), 0, 7, &policy);
+    let decision = decide(Sent::Create, &unanswered(), 0, 7, &policy, None);
     let Next::Park { delay, .. } = decision.next else {
         panic!("{decision:?}")
     };
@@ -124,9 +124,74 @@ fn a_search_after_an_unknown_outcome_waits_the_settle_time() {
 }
 
 #[test]
+fn nothing_found_inside_the_settle_window_searches_again_and_never_creates() {
+    let policy = DispatchPolicy::default();
+    let left = Duration::from_secs(90);
+    let inside = decide(Sent::Search, &Outcome::NotFound, 2, 7, &policy, Some(left));
+    assert_eq!(
+        inside.next,
+        Next::Park {
+            resume: Resume::Search,
+            delay: policy.search_interval
+        }
+    );
+    assert!(
+        !inside.failed,
+        "not a failure: it counts nothing against the bound"
+    );
+    assert_eq!(inside.maybe_applied, None, "still maybe applied");
+    // The last search of the window goes at its end, not past it.
+    let near_end = decide(
+        Sent::Search,
+        &Outcome::NotFound,
+        0,
+        7,
+        &policy,
+        Some(Duration::from_secs(3)),
+    );
+    assert_eq!(
+        near_end.next,
+        Next::Park {
+            resume: Resume::Search,
+            delay: Duration::from_secs(3)
+        }
+    );
+    // After the window, nothing found means it never landed: write.
+    for over in [Some(Duration::ZERO), None] {
+        let after = decide(Sent::Search, &Outcome::NotFound, 0, 7, &policy, over);
+        assert_eq!(after.next, Next::Write);
+        assert_eq!(after.maybe_applied, Some(false));
+    }
+}
+
+proptest! {
+    /// Whatever is left of the window, a search that finds nothing inside it
+    /// never leads to a write, and its next search is no later than the
+    /// window's end.
+    #[test]
+    fn no_write_inside_the_window(left_ms in 1u64..1_000_000, failures in 0u32..5) {
+        let policy = DispatchPolicy::default();
+        let left = Duration::from_millis(left_ms);
+        let d = decide(Sent::Search, &Outcome::NotFound, failures, 7, &policy, Some(left));
+        let Next::Park { resume, delay } = d.next else {
+            panic!("{d:?}")
+        };
+        prop_assert_eq!(resume, Resume::Search);
+        prop_assert!(delay <= left && !delay.is_zero());
+    }
+}
+
+#[test]
 fn retry_after_sets_the_least_delay() {
     let policy = DispatchPolicy::default();
-    let decision = decide(Sent::Update, &refused(429, Some(9_000)), 0, 7, &policy);
+    let decision = decide(
+        Sent::Update,
+        &refused(429, Some(9_000)),
+        0,
+        7,
+        &policy,
+        None,
+    );
     let Next::Park { delay, .. } = decision.next else {
         panic!("{decision:?}")
     };
@@ -171,7 +236,7 @@ proptest! {
             _ => unreachable(),
         };
         for sent in [Sent::Create, Sent::Update, Sent::Search] {
-            let decision = decide(sent, &outcome, failures, seed, &policy);
+            let decision = decide(sent, &outcome, failures, seed, &policy, None);
             prop_assert!(decision.failed);
             if failures + 1 >= policy.retry.max_failures {
                 prop_assert_eq!(shape(&decision.next), Shape::Fail(FailReason::RetriesExhausted));

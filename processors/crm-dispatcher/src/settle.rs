@@ -207,6 +207,9 @@ impl<S: Switches> Step<'_, '_, '_, S> {
             object_type: report.object_type.clone(),
             object_id: report.object_id.clone(),
             maybe_applied: settled == Settled::Failed && active.maybe_applied,
+            maybe_applied_at: (settled == Settled::Failed && active.maybe_applied)
+                .then_some(active.maybe_applied_at)
+                .flatten(),
             results: results.saturating_add(1),
             exceptions: exceptions + u32::from(settled == Settled::Failed),
             at_ms: self.now,

@@ -99,6 +99,13 @@ pub struct Active {
     pub failures: u32,
     /// A create may have reached the CRM: search before writing again.
     pub maybe_applied: bool,
+    /// When (wall-clock ms) the create that may have landed was asked for:
+    /// its settle window runs from here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub maybe_applied_at: Option<i64>,
+    /// When (wall-clock ms) the last write was asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_write_at: Option<i64>,
     /// The contact properties to patch (fresh ones only), for updates.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub properties: BTreeMap<String, String>,
@@ -152,6 +159,10 @@ pub struct LedgerEntry {
     /// A create that failed may still have been applied: a retry searches first.
     #[serde(default)]
     pub maybe_applied: bool,
+    /// When that create was asked for: a retry inside its settle window
+    /// does not trust a search that finds nothing either.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub maybe_applied_at: Option<i64>,
     /// Results emitted for this operation so far (numbers their event ids).
     #[serde(default)]
     pub results: u32,

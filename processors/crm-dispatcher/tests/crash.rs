@@ -1,10 +1,13 @@
 //! Never twice, through crashes: the dispatcher runs as its own OS process
 //! against the real broker and the CRM simulator over HTTP, and is killed
 //! with SIGKILL at random moments while 2,000 commands flow and the
-//! simulator applies 10% of writes and then answers too late. Afterwards
-//! the simulator holds every note, task and call exactly once, every
-//! command ended applied (or failed with an exception), and no window of
-//! the CRM's limit ever saw more requests than the limit.
+//! simulator applies 10% of writes and then answers too late, its search
+//! index lagging each write by a long-tailed delay (HubSpot's shape, scaled
+//! down: a median of 500 ms, the longest 8 s, so a search often misses a
+//! write that landed). Afterwards the simulator holds every note, task and
+//! call exactly once, every command ended applied (or failed with an
+//! exception), no window of the CRM's limit ever saw more requests than the
+//! limit, and no second more searches than the search limit.
 
 mod support;
 
@@ -21,20 +24,24 @@ const CONTACTS: usize = 50;
 /// The simulator's (and so the dispatcher's) limit: HubSpot's shape, ten
 /// times its size, so 2,000 commands take seconds rather than minutes.
 const LIMIT: u32 = 1_000;
+/// Its search limit per second, scaled the same: HubSpot's 5, ten times.
+const SEARCH_LIMIT: u32 = 50;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigkill_at_random_moments_never_writes_a_note_or_task_twice() -> Result<()> {
-    let sim = Sim::start(callstream_sim_crm::CrmBehaviour {
+    let sim = Sim::start(scaled_search_lag(callstream_sim_crm::CrmBehaviour {
         rate_limit_max: LIMIT,
         rate_limit_window_ms: 10_000,
+        search_rate_max: SEARCH_LIMIT,
         timeout_share: 0.10,
         // Past the dispatcher's 1.5 s request timeout: applied, unanswered.
         timeout_ms: 3_000,
         ..callstream_sim_crm::CrmBehaviour::default()
-    })
+    }))
     .await?;
     let mut stack = Stack::new("crm-crash", &sim).await?;
     stack.config.rate_limit.max_requests = LIMIT;
+    stack.config.search_limit.max_requests = SEARCH_LIMIT;
     let collected = stack.collect()?;
 
     let actions = [
@@ -160,5 +167,18 @@ async fn sigkill_at_random_moments_never_writes_a_note_or_task_twice() -> Result
     ensure!(late > 100, "the fault hardly fired: {late} late answers");
     let most = stats["max_requests_in_window"].as_u64().unwrap_or(u64::MAX);
     ensure!(most <= u64::from(LIMIT), "{most} requests in one window");
+    let searches = stats["max_searches_in_second"].as_u64().unwrap_or(u64::MAX);
+    eprintln!(
+        "searches: at most {searches} in a second (limit {SEARCH_LIMIT}), {} refused; search lag \
+         median {} ms, p99 {} ms, longest {} ms",
+        stats["search_throttled"],
+        stats["search_lag_p50_ms"],
+        stats["search_lag_p99_ms"],
+        stats["search_lag_max_ms"]
+    );
+    ensure!(
+        searches <= u64::from(SEARCH_LIMIT),
+        "{searches} searches in one second"
+    );
     Ok(())
 }

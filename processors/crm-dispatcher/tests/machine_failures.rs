@@ -64,9 +64,13 @@ fn at_the_bound_a_command_fails_with_an_exception_and_its_contact_goes_on() {
     );
     // The next command of the contact is not held behind the failed one.
     assert!(is_create(&kit.answer("c", written("2"))));
-    // An operator's retry of the failed create searches first: it may have landed.
+    // An operator's retry of the failed create searches first: it may have
+    // landed. Inside the first create's settle window, nothing found is not
+    // trusted either: it searches until the window is over.
     kit.pipe(&command(1, "c", CrmAction::CreateTask));
     assert!(is_search(&kit.answer("c", Outcome::NotFound)));
+    let (_, waited) = kit.search_out_the_window("c");
+    assert!(120 + waited >= kit.config.policy.settle_window.as_secs() as i64);
     assert!(is_create(&kit.answer("c", written("1"))));
     assert_eq!(kit.statuses().last(), Some(&(op(1), Status::Applied)));
 }

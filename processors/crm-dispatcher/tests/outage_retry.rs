@@ -20,7 +20,10 @@ const PER_CONTACT: u64 = 2;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn commands_failed_by_an_outage_apply_once_when_an_operator_retries_them() -> Result<()> {
-    let sim = Sim::start(callstream_sim_crm::CrmBehaviour::default()).await?;
+    let sim = Sim::start(scaled_search_lag(
+        callstream_sim_crm::CrmBehaviour::default(),
+    ))
+    .await?;
     let mut stack = Stack::new("crm-retry", &sim).await?;
     // A bound this outage exhausts: 3 failures, about 1.5 s a command with
     // the kit's delays (the default bound rides out about two minutes).

@@ -1,7 +1,8 @@
 //! An operator's retry of a command that failed for good, on the in-memory
 //! driver: the ledger keeps the failed command (across a restart), the retry
 //! names its exception, closes it, and runs the command again, searching
-//! first when it may have landed, so nothing is written twice; a retry that
+//! first when it may have landed (until its settle window is over), so
+//! nothing is written twice; a retry that
 //! finds nothing to retry is audited as rejected and changes nothing.
 #![allow(clippy::unwrap_used)]
 
@@ -93,6 +94,8 @@ fn a_failed_command_is_kept_and_an_operator_retry_applies_it_once() {
 
     // The 503s may have applied the create: the retry searches first.
     assert!(is_search(&kit.answer(&contact, Outcome::NotFound)));
+    // Nothing found inside the 503ed create's settle window is not trusted.
+    kit.search_out_the_window(&contact);
     assert!(is_create(&kit.answer(&contact, written("41"))));
     assert!(kit.pending().is_empty(), "one create, no second one");
     assert_eq!(
@@ -155,6 +158,7 @@ fn a_retried_command_waits_behind_its_contact_and_holds_no_one_else() {
     kit.answer("d", written("d3"));
     kit.answer("c", written("c2"));
     assert!(is_search(&kit.answer("c", Outcome::NotFound)));
+    kit.search_out_the_window("c");
     kit.answer("c", written("c1"));
     assert_eq!(
         kit.statuses(),
@@ -192,6 +196,7 @@ fn failing_again_opens_a_new_exception_and_a_replay_closes_the_open_one() {
     // and its open exception closes with it.
     kit.pipe(&command(1, "c", CrmAction::AddNote));
     assert!(is_search(&kit.answer("c", Outcome::NotFound)));
+    kit.search_out_the_window("c");
     kit.answer("c", written("n1"));
     let closed = kit.exceptions().last().cloned().unwrap();
     assert_eq!(
@@ -237,6 +242,7 @@ fn retries_naming_nothing_retryable_are_rejected_and_change_nothing() {
     // The exception can still be retried.
     kit.pipe_retry(&retry_request(5, "c", exception));
     assert!(is_search(&kit.answer("c", Outcome::NotFound)));
+    kit.search_out_the_window("c");
     kit.answer("c", written("n1"));
     assert_eq!(kit.statuses().last(), Some(&(op(1), Status::Applied)));
 }

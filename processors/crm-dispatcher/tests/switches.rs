@@ -28,7 +28,10 @@ async fn requests(sim: &Sim) -> Result<u64> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writes_off_then_on_and_shadow_mode_take_effect_on_the_next_command() -> Result<()> {
-    let sim = Sim::start(callstream_sim_crm::CrmBehaviour::default()).await?;
+    let sim = Sim::start(scaled_search_lag(
+        callstream_sim_crm::CrmBehaviour::default(),
+    ))
+    .await?;
     let stack = Stack::new("crm-switch", &sim).await?;
     let collected = stack.collect()?;
     stack.switch(ControlSetting::CrmWrites, false).await?;
@@ -95,7 +98,10 @@ async fn wait_until(collected: &Collected, op: uuid::Uuid, count: usize) -> Resu
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stale_contact_update_is_skipped_and_the_newer_value_stays() -> Result<()> {
-    let sim = Sim::start(callstream_sim_crm::CrmBehaviour::default()).await?;
+    let sim = Sim::start(scaled_search_lag(
+        callstream_sim_crm::CrmBehaviour::default(),
+    ))
+    .await?;
     let stack = Stack::new("crm-stale", &sim).await?;
     let collected = stack.collect()?;
     let running = stack.run_in_process()?;

@@ -155,9 +155,21 @@ pub fn crm_answer(data: &[u8]) -> Reached {
         .retry
         .max_delay
         .max(policy.settle)
+        .max(policy.search_interval)
         .max(Duration::from_millis(MAX_RETRY_AFTER_MS));
-    for failures in [0, 1, policy.retry.max_failures, u32::MAX] {
-        let decision = decide(sent, &outcome, failures, u64::from(status), &policy);
+    let windows = [None, Some(Duration::ZERO), Some(policy.settle_window)];
+    for (failures, settle_left) in [0, 1, policy.retry.max_failures, u32::MAX]
+        .into_iter()
+        .flat_map(|f| windows.map(|w| (f, w)))
+    {
+        let decision = decide(
+            sent,
+            &outcome,
+            failures,
+            u64::from(status),
+            &policy,
+            settle_left,
+        );
         match (&outcome, &decision.next) {
             (Outcome::Refused { status, .. }, next) if !matches!(status, 408 | 429 | 500..=599) => {
                 assert_eq!(

@@ -195,6 +195,36 @@ impl Kit {
     }
 }
 
+impl Kit {
+    /// Answers `contact`'s searches with "not found", 10 s of business time
+    /// apart, until it asks for a write instead; returns the searches
+    /// answered and the seconds that passed.
+    pub fn search_out_the_window(&mut self, contact: &str) -> (i32, i64) {
+        let (mut searches, mut waited) = (0, 0);
+        loop {
+            let out = self
+                .pending()
+                .into_iter()
+                .find(|(r, _)| callstream_kit::keys::contact_of(&r.key) == contact);
+            match out {
+                Some((_, call)) if is_search(&call.request) => {
+                    self.answer(contact, Outcome::NotFound);
+                    searches += 1;
+                }
+                Some(_) => return (searches, waited),
+                None => {
+                    assert!(
+                        waited < 3_600,
+                        "{contact} neither searched nor wrote in an hour"
+                    );
+                    self.advance_s(10);
+                    waited += 10;
+                }
+            }
+        }
+    }
+}
+
 pub fn is_create(request: &CrmRequest) -> bool {
     matches!(request, CrmRequest::Create { .. })
 }

@@ -67,6 +67,11 @@ pub fn start(topics: &Topics, voice_base: &str, crm_base: &str) -> Result<Vec<Ru
     crm.policy.request_timeout = Duration::from_millis(1_500);
     crm.policy.connect_timeout = Duration::from_millis(500);
     crm.policy.settle = Duration::from_millis(500);
+    // The simulator's search sees writes at once; the window still covers a
+    // request asked for, sent and timed out (5 + 1.5 + 0.5 s).
+    crm.policy.send_window = Duration::from_secs(5);
+    crm.policy.settle_window = Duration::from_secs(8);
+    crm.policy.search_interval = Duration::from_secs(1);
     let crm_effects = callstream_crm_dispatcher::effect_runner(&crm)?;
     let crm = Running::start(
         callstream_crm_dispatcher::processor(&crm),

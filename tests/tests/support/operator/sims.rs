@@ -67,7 +67,7 @@ pub async fn crm_simulator(outage: Duration) -> Result<(CrmState, String)> {
     let config = SimCrmConfig {
         tokens: vec![CRM_TOKEN.into()],
         seed: 7,
-        behaviour: CrmBehaviour::default(),
+        behaviour: CrmBehaviour::default().with_instant_search(),
         ..SimCrmConfig::default()
     };
     let crm = CrmState::new(&config).context("CRM simulator config")?;

@@ -48,6 +48,17 @@ pub struct Sim {
     http: reqwest::Client,
 }
 
+/// HubSpot's search lag, its shape kept and its scale cut to fit a test:
+/// log-normal, a median of 500 ms, p99 about 8 s, the longest 8 s.
+pub fn scaled_search_lag(behaviour: CrmBehaviour) -> CrmBehaviour {
+    CrmBehaviour {
+        search_lag_ms: 500,
+        search_lag_sigma: 1.2,
+        search_lag_max_ms: 8_000,
+        ..behaviour
+    }
+}
+
 impl Sim {
     pub async fn start(behaviour: CrmBehaviour) -> Result<Self> {
         let config = SimCrmConfig {
@@ -133,6 +144,10 @@ impl Stack {
         config.policy.connect_timeout = Duration::from_millis(500);
         config.policy.send_window = Duration::from_secs(5);
         config.policy.settle = Duration::from_millis(500);
+        // Covers the send window, the request timeout, the settle time and
+        // the longest lag of `scaled_search_lag` (8 s).
+        config.policy.settle_window = Duration::from_secs(16);
+        config.policy.search_interval = Duration::from_secs(2);
         config.policy.retry.base_delay = Duration::from_millis(250);
         config.policy.retry.max_delay = Duration::from_secs(4);
         config.policy.retry.max_failures = 30;
@@ -226,6 +241,15 @@ impl Stack {
             )
             .env("CALLSTREAM_CRM_SEND_WINDOW_MS", millis(p.send_window))
             .env("CALLSTREAM_CRM_SETTLE_MS", millis(p.settle))
+            .env("CALLSTREAM_CRM_SETTLE_WINDOW_MS", millis(p.settle_window))
+            .env(
+                "CALLSTREAM_CRM_SEARCH_INTERVAL_MS",
+                millis(p.search_interval),
+            )
+            .env(
+                "CALLSTREAM_CRM_SEARCH_RATE_MAX",
+                c.search_limit.max_requests.to_string(),
+            )
             .env("CALLSTREAM_CRM_RETRY_BASE_MS", millis(p.retry.base_delay))
             .env("CALLSTREAM_CRM_RETRY_MAX_MS", millis(p.retry.max_delay))
             .env(
