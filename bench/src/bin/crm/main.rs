@@ -15,11 +15,18 @@
 //!    The dispatcher aims at `1 - headroom` of the limit (0.95 by default),
 //!    so that is the ceiling of the utilisation.
 //!
-//! Both check that no create was written twice. Topics are deleted
+//! 3. `settle`: HubSpot as it is (the simulator's default long-tailed search
+//!    lag, 5 searches per second) with 2% of writes applied and answered too
+//!    late, the rate limit lifted, the dispatcher at its defaults; commands
+//!    at a fixed rate, and the time from each command to its result:
+//!    `settle_p50_ms`, `settle_p99_ms` (and of the ambiguous ones alone).
+//!
+//! Each checks that no create was written twice. Topics are deleted
 //! afterwards unless `--keep-topics`.
 
 mod limited;
 mod load;
+mod settle;
 mod stack;
 mod unlimited;
 
@@ -47,6 +54,8 @@ pub enum Phase {
     Unlimited,
     /// Utilisation of the CRM's limit, and 429s.
     Limited,
+    /// Command to applied with HubSpot's search lag and ambiguous writes.
+    Settle,
 }
 
 /// The CRM dispatcher against the CRM simulator: commands/s without a
@@ -94,8 +103,17 @@ pub struct Args {
     /// Share of the limit the dispatcher leaves unused (its default).
     #[arg(long, default_value_t = RateLimit::default().headroom)]
     headroom: f64,
+    /// Commands of the settle run.
+    #[arg(long, default_value_t = 1_200)]
+    settle_commands: u64,
+    /// Commands per second of the settle run.
+    #[arg(long, default_value_t = 20.0)]
+    settle_rate: f64,
+    /// Share of writes the settle run's CRM applies and answers too late.
+    #[arg(long, default_value_t = 0.02)]
+    settle_ambiguous_share: f64,
     /// Which phases to run, comma-separated.
-    #[arg(long, value_delimiter = ',', default_values = ["unlimited", "limited"])]
+    #[arg(long, value_delimiter = ',', default_values = ["unlimited", "limited", "settle"])]
     phases: Vec<Phase>,
     /// Most seconds any phase may take before the run fails.
     #[arg(long, default_value_t = 600)]
@@ -249,6 +267,70 @@ fn run_phases(
             "creates",
         )?;
         check_outcome("limited", &found.tally, found.duplicates)?;
+    }
+    if args.phases.contains(&Phase::Settle) {
+        let names = Names::fresh("settle", args.partitions);
+        made.extend(names.all_topics());
+        info!(app = %names.app, commands = args.settle_commands, rate = args.settle_rate,
+            "command to applied, HubSpot's search lag and ambiguous writes");
+        let load = settle::Load {
+            commands: args.settle_commands,
+            contacts: args.limited_contacts.max(200),
+            per_second: args.settle_rate,
+            ambiguous_share: args.settle_ambiguous_share,
+            commit_interval,
+            timeout,
+        };
+        let found = settle::measure(settings, runtime, &names, load)?;
+        let all = &found.latencies_ms;
+        let searched = &found.found_by_search;
+        report.emit("settle_p50_ms", settle::quantile(all, 0.5), "ms")?;
+        report.emit("settle_p99_ms", settle::quantile(all, 0.99), "ms")?;
+        report.emit("settle_max_ms", settle::quantile(all, 1.0), "ms")?;
+        report.emit("settle_applied", all.len() as f64, "commands")?;
+        report.emit("settle_found_by_search", searched.len() as f64, "commands")?;
+        if !searched.is_empty() {
+            report.emit(
+                "settle_ambiguous_p50_ms",
+                settle::quantile(searched, 0.5),
+                "ms",
+            )?;
+            report.emit(
+                "settle_ambiguous_p99_ms",
+                settle::quantile(searched, 0.99),
+                "ms",
+            )?;
+        }
+        report.emit(
+            "settle_late_answers",
+            found.late_answers as f64,
+            "responses",
+        )?;
+        report.emit("settle_search_lag_p50_ms", found.lag_p50_ms as f64, "ms")?;
+        report.emit("settle_search_lag_p99_ms", found.lag_p99_ms as f64, "ms")?;
+        report.emit("settle_search_lag_max_ms", found.lag_max_ms as f64, "ms")?;
+        report.emit(
+            "settle_max_searches_in_second",
+            f64::from(found.max_searches_in_second),
+            "searches",
+        )?;
+        report.emit(
+            "settle_search_429s",
+            found.search_throttled as f64,
+            "responses",
+        )?;
+        report.emit(
+            "settle_duplicate_creates",
+            found.duplicates as f64,
+            "creates",
+        )?;
+        if found.other > 0 || found.duplicates > 0 {
+            bail!(
+                "settle: {} commands did not apply, {} creates written twice",
+                found.other,
+                found.duplicates
+            );
+        }
     }
     Ok(())
 }

@@ -104,19 +104,26 @@ pub struct Sim {
 
 impl Sim {
     /// Starts the simulator with `rate_limit_max` requests per `window_ms`
-    /// (0: no limit) and no faults.
+    /// (0: no limit), no faults and search at once (nothing searches when
+    /// nothing fails).
     pub fn start(
         runtime: &tokio::runtime::Runtime,
         rate_limit_max: u32,
         window_ms: u64,
     ) -> Result<Self> {
+        let behaviour = CrmBehaviour {
+            rate_limit_max,
+            rate_limit_window_ms: window_ms,
+            ..CrmBehaviour::default().with_instant_search()
+        };
+        Self::start_with(runtime, behaviour)
+    }
+
+    /// Starts the simulator behaving as `behaviour` says.
+    pub fn start_with(runtime: &tokio::runtime::Runtime, behaviour: CrmBehaviour) -> Result<Self> {
         let config = SimCrmConfig {
             tokens: vec![TOKEN.into()],
-            behaviour: CrmBehaviour {
-                rate_limit_max,
-                rate_limit_window_ms: window_ms,
-                ..CrmBehaviour::default()
-            },
+            behaviour,
             ..SimCrmConfig::default()
         };
         let state = CrmState::new(&config).context("configuring the CRM simulator")?;
