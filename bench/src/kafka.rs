@@ -71,6 +71,9 @@ pub fn create_topics(
 /// Deletes topics a benchmark made; failures are logged, not fatal (the
 /// numbers are already out).
 pub fn delete_topics(settings: &KafkaSettings, names: &[String]) {
+    if names.is_empty() {
+        return;
+    }
     let result = (|| -> Result<()> {
         let client = admin::admin_client(settings)?;
         let names: Vec<&str> = names.iter().map(String::as_str).collect();

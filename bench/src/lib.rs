@@ -15,6 +15,7 @@
 
 pub mod cpu;
 pub mod db;
+pub mod framing;
 pub mod kafka;
 pub mod processor;
 pub mod report;

@@ -4,6 +4,11 @@
 //! flushed as soon as it is known, so a run that fails late still leaves the
 //! numbers it had. Values are rounded to three decimals; a value that is not
 //! a finite number is refused rather than printed as `null`.
+//!
+//! A line may carry [`Tags`] after those four fields: `framing` (`single_object` or
+//! `confluent`: which framing the figure was measured under), `round` (which of a
+//! comparison's repeated runs it is from) and `note` (why something was not measured).
+//! Lines without them are exactly as before.
 
 use std::io::Write;
 
@@ -17,11 +22,58 @@ pub struct Line<'a> {
     pub metric: &'a str,
     pub value: f64,
     pub unit: &'a str,
+    #[serde(flatten)]
+    pub tags: Tags,
+}
+
+/// What a line may say besides its value; each is left out of the JSON when unset.
+#[derive(Debug, Clone, Default, Serialize, serde::Deserialize, PartialEq)]
+pub struct Tags {
+    /// The framing the figure was measured under (`single_object`, `confluent`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub framing: Option<String>,
+    /// Which round of a repeated comparison the figure is from (1-based).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub round: Option<u32>,
+    /// Why something was not measured, for whoever reads the lines.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+impl Tags {
+    /// Of a figure measured under `framing`.
+    pub fn framing(framing: &str) -> Self {
+        Self {
+            framing: Some(framing.to_string()),
+            ..Self::default()
+        }
+    }
+
+    /// The same, of round `round`.
+    pub fn round(self, round: u32) -> Self {
+        Self {
+            round: Some(round),
+            ..self
+        }
+    }
+}
+
+/// A result line as read back (from a child process's output).
+#[derive(Debug, Clone, serde::Deserialize, PartialEq)]
+pub struct ParsedLine {
+    pub bench: String,
+    pub metric: String,
+    pub value: f64,
+    pub unit: String,
+    #[serde(flatten)]
+    pub tags: Tags,
 }
 
 /// Writes the result lines of one benchmark.
 pub struct Report {
     bench: &'static str,
+    /// Added to every line [`emit`](Self::emit) writes.
+    tags: Tags,
     out: Box<dyn Write>,
 }
 
@@ -32,21 +84,65 @@ impl Report {
     }
 
     pub fn to_writer(bench: &'static str, out: Box<dyn Write>) -> Self {
-        Self { bench, out }
+        Self {
+            bench,
+            tags: Tags::default(),
+            out,
+        }
+    }
+
+    /// Every line from now on carries `tags` (a child process's framing and round).
+    pub fn with_tags(mut self, tags: Tags) -> Self {
+        self.tags = tags;
+        self
     }
 
     /// Prints one result and logs it on stderr too, for whoever watches the run.
     pub fn emit(&mut self, metric: &str, value: f64, unit: &str) -> Result<()> {
-        let json = line(self.bench, metric, value, unit)?;
-        writeln!(self.out, "{json}").context("writing a result line")?;
-        self.out.flush().context("flushing the result lines")?;
-        tracing::info!(bench = self.bench, metric, value, unit, "result");
+        let tags = self.tags.clone();
+        self.emit_tagged(metric, value, unit, &tags)
+    }
+
+    /// [`emit`](Self::emit) with `tags` instead of the report's own.
+    pub fn emit_tagged(&mut self, metric: &str, value: f64, unit: &str, tags: &Tags) -> Result<()> {
+        let json = tagged_line(self.bench, metric, value, unit, tags)?;
+        self.write(&json)?;
+        tracing::info!(
+            bench = self.bench,
+            metric,
+            value,
+            unit,
+            framing = tags.framing.as_deref(),
+            round = tags.round,
+            "result"
+        );
         Ok(())
+    }
+
+    /// Passes on a line as it is (one a child process printed).
+    pub fn forward(&mut self, json: &str) -> Result<()> {
+        self.write(json)
+    }
+
+    fn write(&mut self, json: &str) -> Result<()> {
+        writeln!(self.out, "{json}").context("writing a result line")?;
+        self.out.flush().context("flushing the result lines")
     }
 }
 
 /// The JSON text of one result line.
 pub fn line(bench: &str, metric: &str, value: f64, unit: &str) -> Result<String> {
+    tagged_line(bench, metric, value, unit, &Tags::default())
+}
+
+/// [`line`] with tags after the four fields.
+pub fn tagged_line(
+    bench: &str,
+    metric: &str,
+    value: f64,
+    unit: &str,
+    tags: &Tags,
+) -> Result<String> {
     if !value.is_finite() {
         bail!("{bench}/{metric} is not a finite number ({value}); refusing to report it");
     }
@@ -56,6 +152,7 @@ pub fn line(bench: &str, metric: &str, value: f64, unit: &str) -> Result<String>
         metric,
         value,
         unit,
+        tags: tags.clone(),
     })
     .context("encoding a result line")
 }
@@ -143,6 +240,25 @@ mod tests {
         );
         assert!(line("runtime", "x", f64::NAN, "ms").is_err());
         assert!(line("runtime", "x", f64::INFINITY, "ms").is_err());
+    }
+
+    #[test]
+    fn tags_follow_the_four_fields_and_read_back() {
+        let tags = Tags::framing("confluent").round(2);
+        let text = tagged_line("gateway", "accepted_per_s", 1.5, "events/s", &tags).unwrap();
+        assert_eq!(
+            text,
+            r#"{"bench":"gateway","metric":"accepted_per_s","value":1.5,"unit":"events/s","framing":"confluent","round":2}"#
+        );
+        let parsed: ParsedLine = serde_json::from_str(&text).unwrap();
+        assert_eq!(
+            (parsed.metric.as_str(), parsed.value),
+            ("accepted_per_s", 1.5)
+        );
+        assert_eq!(parsed.tags, tags);
+        let untagged: ParsedLine =
+            serde_json::from_str(&line("gateway", "lost", 0.0, "events").unwrap()).unwrap();
+        assert_eq!(untagged.tags, Tags::default());
     }
 
     #[test]

@@ -19,6 +19,15 @@
 //! Everything shares the machine's cores with the broker, so a level's
 //! rate is what the three together sustain; the `cpu_*_us_per_req` lines
 //! say who spent the time. Topics are deleted afterwards unless `--keep-topics`.
+//!
+//! Then the registry's cost (issue 21): the best level's concurrency (or
+//! `--framing-concurrency`) run again, once with the gateway writing Avro
+//! single-object encoding and once the Confluent wire format with ids
+//! registered in the stack's registry, each a fresh gateway in a child
+//! process of its own (the framing is chosen once per process), alternating
+//! over `--framing-rounds` rounds, each with its loss check (`framing_*`
+//! lines, tagged with the framing and round); then the mean of each framing
+//! and the `confluent_over_single_object_*` ratios (`callstream_bench::framing`).
 
 mod http;
 mod load;
@@ -32,6 +41,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
+use callstream_bench::framing::{self, Framing};
 use callstream_bench::report::{percentile, Report};
 use callstream_platform::KafkaSettings;
 use clap::Parser;
@@ -40,9 +50,40 @@ use tracing::{info, warn};
 use self::load::{Level, Plan, Target};
 use self::server::{Gateway, Setup};
 
+/// The load generator's runtime and what it aims at: `gateway`, for a
+/// fresh run of callbacks.
+fn load_against(
+    args: &Args,
+    gateway: &Gateway,
+    setup: &Setup,
+) -> Result<(tokio::runtime::Runtime, Arc<Target>)> {
+    let load_runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(args.client_threads.max(1))
+        .thread_name(load::THREAD_NAME)
+        .enable_all()
+        .build()
+        .context("starting the load generator's runtime")?;
+    let target = Arc::new(Target {
+        addr: gateway.addr,
+        base_url: gateway.base_url.clone(),
+        run: uuid::Uuid::new_v4().as_u64_pair().0,
+        contacts: args.contacts,
+        // Above the produce timeout, so a slow produce shows as the gateway's 503.
+        timeout: setup.produce_timeout * 2,
+    });
+    Ok((load_runtime, target))
+}
+
 fn main() -> Result<()> {
     callstream_bench::init("gateway", &[]);
-    run(&Args::parse(), &mut Report::stdout("gateway"))
+    let args = Args::parse();
+    callstream_bench::framing::main_or_child(
+        "gateway",
+        args.child_framing,
+        args.child_round,
+        |framing, report| child(&args, framing, report),
+        |report| run(&args, report),
+    )
 }
 
 /// The ingest gateway: signed Twilio callbacks per second at rising
@@ -86,6 +127,21 @@ struct Args {
     /// Leave the benchmark's topics in place (to look at them).
     #[arg(long)]
     keep_topics: bool,
+    /// Runs of each framing in the comparison, the order alternating (0: none).
+    #[arg(long, default_value_t = 2)]
+    framing_rounds: u32,
+    /// Concurrency of the comparison's runs (default: the best level's).
+    #[arg(long)]
+    framing_concurrency: Option<usize>,
+    /// The framings to compare (one alone: its figures, no ratio).
+    #[arg(long, value_enum, value_delimiter = ',', default_values = ["single-object", "confluent"])]
+    framings: Vec<Framing>,
+    /// Run as the child measuring this framing (the comparison starts them).
+    #[arg(long, value_enum, hide = true)]
+    child_framing: Option<Framing>,
+    /// The round of a child run.
+    #[arg(long, hide = true, default_value_t = 1)]
+    child_round: u32,
 }
 
 fn run(args: &Args, report: &mut Report) -> Result<()> {
@@ -98,6 +154,9 @@ fn run(args: &Args, report: &mut Report) -> Result<()> {
     if !(args.p99_budget_ms.is_finite() && args.p99_budget_ms > 0.0) {
         bail!("--p99-budget-ms must be a positive number");
     }
+    if args.framing_concurrency == Some(0) {
+        bail!("--framing-concurrency must be above 0");
+    }
     let settings = KafkaSettings::from_env("callstream-bench");
     preflight(&settings)?;
     let mut made = Vec::new();
@@ -107,37 +166,33 @@ fn run(args: &Args, report: &mut Report) -> Result<()> {
     } else {
         callstream_bench::kafka::delete_topics(&settings, &made);
     }
-    result
+    let best_concurrency = result?;
+    if args.framing_rounds > 0 {
+        compare_framings(args, report, best_concurrency)?;
+    }
+    Ok(())
 }
 
+fn setup(args: &Args) -> Setup {
+    Setup {
+        partitions: args.partitions,
+        threads: args.server_threads,
+        produce_timeout: Duration::from_millis(args.produce_timeout_ms),
+        linger: args.linger_ms.map(Duration::from_millis),
+    }
+}
+
+/// The levels, their best, and the loss check; returns the best level's concurrency.
 fn measure(
     args: &Args,
     settings: &KafkaSettings,
     report: &mut Report,
     made: &mut Vec<String>,
-) -> Result<()> {
-    let setup = Setup {
-        partitions: args.partitions,
-        threads: args.server_threads,
-        produce_timeout: Duration::from_millis(args.produce_timeout_ms),
-        linger: args.linger_ms.map(Duration::from_millis),
-    };
-    let gateway = Gateway::start(settings, setup, made)?;
+) -> Result<usize> {
+    let setup = setup(args);
+    let gateway = Gateway::start(settings, setup, None, made)?;
     info!(url = %gateway.base_url, topic = %gateway.call_events, "gateway started");
-    let load_runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(args.client_threads.max(1))
-        .thread_name(load::THREAD_NAME)
-        .enable_all()
-        .build()
-        .context("starting the load generator's runtime")?;
-    let target = Arc::new(Target {
-        addr: gateway.addr,
-        base_url: gateway.base_url.clone(),
-        run: uuid::Uuid::new_v4().as_u64_pair().0,
-        contacts: args.contacts,
-        // Above the produce timeout, so a slow produce shows as the gateway's 503.
-        timeout: setup.produce_timeout * 2,
-    });
+    let (load_runtime, target) = load_against(args, &gateway, &setup)?;
     let next = Arc::new(AtomicU64::new(0));
 
     let mut levels = Vec::new();
@@ -166,13 +221,15 @@ fn measure(
     gateway.stop()?;
 
     let best = best_level(&levels, args.p99_budget_ms);
-    emit_best(report, best, args.p99_budget_ms)?;
+    emit_best(report, "", best, Some(args.p99_budget_ms))?;
+    let best_concurrency = best.concurrency;
     let loss = verify::check(
         settings,
         &call_events,
         args.partitions,
         &acknowledged,
         Duration::from_secs(args.readback_timeout_s),
+        None,
     )?;
     report.emit("lost", loss.lost as f64, "events")?;
     report.emit("accepted_total", acknowledged.len() as f64, "events")?;
@@ -191,6 +248,107 @@ fn measure(
     }
     if loss.lost > 0 {
         bail!("{} acknowledged events are not on the topic", loss.lost);
+    }
+    Ok(best_concurrency)
+}
+
+/// What the comparison's runs report, per child, that the summary compares.
+const COMPARED: &[&str] = &[
+    "framing_accepted_per_s",
+    "framing_p50_ms",
+    "framing_p99_ms",
+    "framing_cpu_gateway_us_per_req",
+];
+
+/// A child process per framing and round (this executable again, with this
+/// run's arguments and the comparison's concurrency), then the summary.
+fn compare_framings(args: &Args, report: &mut Report, best_concurrency: usize) -> Result<()> {
+    let framings = framing::available(&args.framings, report)?;
+    let mut passed: Vec<String> = std::env::args().skip(1).collect();
+    if args.framing_concurrency.is_none() {
+        passed.extend(["--framing-concurrency".into(), best_concurrency.to_string()]);
+    }
+    let mut lines = Vec::new();
+    for (round, framing) in framing::schedule(&framings, args.framing_rounds) {
+        lines.extend(framing::run_child(report, &passed, framing, round)?);
+    }
+    framing::summarise(report, &lines, COMPARED)
+}
+
+/// A child of [`compare_framings`]: a fresh gateway writing `framing`, one
+/// level at `--framing-concurrency`, its loss check (and that every record
+/// on the topic is in `framing`); every line tagged with framing and round.
+fn child(args: &Args, framing: Framing, report: &mut Report) -> Result<()> {
+    let concurrency = args
+        .framing_concurrency
+        .filter(|c| *c > 0)
+        .context("a child run needs --framing-concurrency")?;
+    let settings = KafkaSettings::from_env("callstream-bench");
+    preflight(&settings)?;
+    let mut made = Vec::new();
+    let result = child_level(args, &settings, framing, concurrency, report, &mut made);
+    if args.keep_topics {
+        info!(topics = ?made, "keeping the benchmark topics");
+    } else {
+        callstream_bench::kafka::delete_topics(&settings, &made);
+    }
+    result
+}
+
+fn child_level(
+    args: &Args,
+    settings: &KafkaSettings,
+    framing: Framing,
+    concurrency: usize,
+    report: &mut Report,
+    made: &mut Vec<String>,
+) -> Result<()> {
+    let setup = setup(args);
+    let gateway = Gateway::start(settings, setup, Some(framing), made)?;
+    info!(url = %gateway.base_url, framing = framing.label(), concurrency, "gateway started");
+    let (load_runtime, target) = load_against(args, &gateway, &setup)?;
+    let plan = Plan {
+        concurrency,
+        warmup: Duration::from_secs(args.warmup_seconds),
+        measure: Duration::from_secs(args.seconds),
+    };
+    let next = Arc::new(AtomicU64::new(0));
+    let mut level = load_runtime.block_on(load::level(&target, &next, &gateway.state, plan))?;
+    gateway.check()?;
+    drop(load_runtime);
+    let call_events = gateway.call_events.clone();
+    gateway.stop()?;
+    if !level.failures.is_empty() {
+        warn!(concurrency, failures = ?level.failures, "requests not answered 202");
+    }
+    emit_best(report, "framing_", &level, None)?;
+    let acknowledged: HashSet<u128> = std::mem::take(&mut level.accepted_ids)
+        .into_iter()
+        .collect();
+    let loss = verify::check(
+        settings,
+        &call_events,
+        args.partitions,
+        &acknowledged,
+        Duration::from_secs(args.readback_timeout_s),
+        Some(framing),
+    )?;
+    report.emit("framing_lost", loss.lost as f64, "events")?;
+    report.emit(
+        "framing_accepted_total",
+        acknowledged.len() as f64,
+        "events",
+    )?;
+    report.emit("framing_misframed", loss.misframed as f64, "records")?;
+    if loss.lost > 0 {
+        bail!("{} acknowledged events are not on the topic", loss.lost);
+    }
+    if loss.misframed > 0 {
+        bail!(
+            "{} records on the topic are not in the {} framing",
+            loss.misframed,
+            framing.label()
+        );
     }
     Ok(())
 }
@@ -238,32 +396,44 @@ fn emit_level(report: &mut Report, level: &Level) -> Result<()> {
     Ok(())
 }
 
-fn emit_best(report: &mut Report, level: &Level, budget_ms: f64) -> Result<()> {
-    report.emit("accepted_per_s", level.accepted_per_s(), "events/s")?;
+/// The lines of one level's figures, each name after `prefix` (none: the
+/// headline lines of the best level, with the budget it was chosen by).
+fn emit_best(
+    report: &mut Report,
+    prefix: &str,
+    level: &Level,
+    budget_ms: Option<f64>,
+) -> Result<()> {
+    let mut emit = |name: &str, value: f64, unit: &str| -> Result<()> {
+        report.emit(&format!("{prefix}{name}"), value, unit)
+    };
+    emit("accepted_per_s", level.accepted_per_s(), "events/s")?;
     for (name, q) in [("p50_ms", 50.0), ("p99_ms", 99.0), ("p999_ms", 99.9)] {
         if let Some(ms) = p(level, q) {
-            report.emit(name, ms, "ms")?;
+            emit(name, ms, "ms")?;
         }
     }
-    report.emit("errors", level.errors as f64, "requests")?;
-    report.emit("concurrency", level.concurrency as f64, "requests")?;
-    report.emit("p99_budget_ms", budget_ms, "ms")?;
+    emit("errors", level.errors as f64, "requests")?;
+    emit("concurrency", level.concurrency as f64, "requests")?;
+    if let Some(ms) = budget_ms {
+        emit("p99_budget_ms", ms, "ms")?;
+    }
     if let Some(ms) = level.produce_mean_ms {
         // The share of the 202 latency spent waiting for Kafka's delivery report.
-        report.emit("produce_mean_ms", ms, "ms")?;
+        emit("produce_mean_ms", ms, "ms")?;
     }
     // CPU per accepted request, by who spent it (µs), and cores kept busy.
     let accepted = level.accepted().max(1) as f64;
     let per_req = |seconds: f64| seconds / accepted * 1e6;
     let cpu = level.cpu;
-    report.emit("cpu_gateway_us_per_req", per_req(cpu.server), "us")?;
-    report.emit("cpu_librdkafka_us_per_req", per_req(cpu.librdkafka), "us")?;
-    report.emit("cpu_loadgen_us_per_req", per_req(cpu.load), "us")?;
-    report.emit("cpu_other_us_per_req", per_req(cpu.other), "us")?;
+    emit("cpu_gateway_us_per_req", per_req(cpu.server), "us")?;
+    emit("cpu_librdkafka_us_per_req", per_req(cpu.librdkafka), "us")?;
+    emit("cpu_loadgen_us_per_req", per_req(cpu.load), "us")?;
+    emit("cpu_other_us_per_req", per_req(cpu.other), "us")?;
     if let Some(broker) = cpu.broker {
-        report.emit("cpu_broker_us_per_req", per_req(broker), "us")?;
+        emit("cpu_broker_us_per_req", per_req(broker), "us")?;
     }
-    report.emit("cpu_cores_busy", cpu.total() / level.seconds, "cores")?;
+    emit("cpu_cores_busy", cpu.total() / level.seconds, "cores")?;
     Ok(())
 }
 

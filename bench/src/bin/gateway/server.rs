@@ -2,7 +2,9 @@
 //! prefix, one Twilio integration with the rate limit raised out of the way,
 //! and `callstream_gateway::serve` on `127.0.0.1:0` on a tokio runtime of its
 //! own (threads named `gw-server`, so their CPU can be told apart from the
-//! load generator's).
+//! load generator's). In a framing comparison's child it first switches the
+//! process to its framing: for Confluent, the value schemas of its topics
+//! registered with the stack's registry, as `callstream gateway` does at start.
 
 use std::num::NonZeroU32;
 use std::time::Duration;
@@ -16,6 +18,7 @@ use callstream_platform::topics::{CALL_EVENTS, CONTACT_COMMANDS};
 use callstream_platform::{KafkaSettings, Topics};
 use tokio::sync::oneshot;
 
+use callstream_bench::framing::{self, Framing};
 use callstream_bench::kafka::{create_topics, unique_name, TopicKind};
 
 /// The integration id in the webhook URL.
@@ -53,10 +56,16 @@ pub struct Setup {
 }
 
 impl Gateway {
-    /// Creates fresh topics and starts the gateway on them. `made` gets the
-    /// topic names as soon as they exist, so they are cleaned up even if
-    /// the start fails afterwards.
-    pub fn start(settings: &KafkaSettings, setup: Setup, made: &mut Vec<String>) -> Result<Self> {
+    /// Creates fresh topics and starts the gateway on them, after switching
+    /// to `framing` if given (else the process's framing stays as it is).
+    /// `made` gets the topic names as soon as they exist, so they are
+    /// cleaned up even if the start fails afterwards.
+    pub fn start(
+        settings: &KafkaSettings,
+        setup: Setup,
+        framing: Option<Framing>,
+        made: &mut Vec<String>,
+    ) -> Result<Self> {
         let topics = Topics {
             partitions: setup.partitions,
             ..Topics::with_prefix(format!("{}-", unique_name("bench-gw")))
@@ -77,6 +86,9 @@ impl Gateway {
             .enable_all()
             .build()
             .context("starting the gateway's runtime")?;
+        if let Some(framing) = framing {
+            runtime.block_on(framing::adopt(framing, &topics))?;
+        }
         let listener = runtime
             .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
             .context("binding the gateway to 127.0.0.1:0")?;

@@ -10,6 +10,9 @@
 //! `lost` above zero means the records are not in the log, never that the
 //! reader gave up early; a read-back that could not reach the end fails
 //! the benchmark as such, with how far it got.
+//!
+//! In a framing comparison it also counts the records whose value is not in
+//! the framing the gateway was to write (`misframed`, which must be 0).
 
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
@@ -22,6 +25,7 @@ use rdkafka::Message;
 use tracing::{info, warn};
 use uuid::Uuid;
 
+use callstream_bench::framing::{self, Framing};
 use callstream_bench::kafka::committed_reader;
 
 /// What the topic held, against what was acknowledged.
@@ -37,16 +41,20 @@ pub struct Loss {
     pub duplicates: u64,
     /// Records without a readable `event-id` header.
     pub unreadable: u64,
+    /// Records whose value is not in the framing expected (none expected: 0).
+    pub misframed: u64,
 }
 
 /// Reads all of `topic` (to the end offsets taken before reading) and
-/// matches it against `acknowledged`, within `timeout`.
+/// matches it against `acknowledged`, within `timeout`; with `framing`,
+/// checks every value is in it.
 pub fn check(
     settings: &KafkaSettings,
     topic: &str,
     partitions: i32,
     acknowledged: &HashSet<u128>,
     timeout: Duration,
+    framing: Option<Framing>,
 ) -> Result<Loss> {
     let reader = committed_reader(settings, topic, partitions, 100)?;
     // The gateway has flushed and stopped: nothing is added after this.
@@ -94,6 +102,12 @@ pub fn check(
                     *n = (*n).max(message.offset() + 1);
                 }
                 loss.records += 1;
+                if let Some(framing) = framing {
+                    let value = message.payload().unwrap_or_default();
+                    if framing::check_written(framing, value).is_err() {
+                        loss.misframed += 1;
+                    }
+                }
                 match event_id(&message) {
                     None => loss.unreadable += 1,
                     Some(id) if !seen.insert(id) => loss.duplicates += 1,

@@ -1,13 +1,18 @@
 //! One benchmark run's names (app, topics) and a runtime instance on its own
 //! thread, running the runtime's own `CountingProcessor` (one state read and
-//! write, one output per input) exactly as a service would run a processor.
+//! write, one output per input), or its Avro twin (`avro`), exactly as a
+//! service would run a processor.
+
+use std::sync::Arc;
 
 use callstream_platform::KafkaSettings;
 use callstream_runtime::testkit::{CountingProcessor, COUNTS_STORE};
-use callstream_runtime::{CommitPolicy, Guarantee, ProcessorSpec};
+use callstream_runtime::{CommitPolicy, Guarantee, ProcessorSpec, ValueGate};
 
 use callstream_bench::kafka::unique_name;
 use callstream_bench::processor::{instance_config, ProcessorError, RunningProcessor};
+
+use crate::avro::AvroCountingProcessor;
 
 /// Fresh names for one measurement: nothing an earlier run left matters.
 #[derive(Debug, Clone)]
@@ -57,18 +62,38 @@ pub struct Mode {
     pub commit: CommitPolicy,
 }
 
-/// Starts instance `0` of `names.app` running the counting processor in
-/// `mode`, on its own thread.
+/// What the records hold, and so which processor reads them.
+#[derive(Debug, Clone)]
+pub enum Payload {
+    /// Text (`<i>`, `t<µs>`), read by the runtime's `CountingProcessor`.
+    Text,
+    /// Avro `CallEvent`s in this process's framing, read by the
+    /// [`AvroCountingProcessor`]; with the registry's `gate` under the
+    /// Confluent framing, as `callstream process` runs a processor then.
+    Avro { gate: Option<Arc<dyn ValueGate>> },
+}
+
+/// Starts instance `0` of `names.app` running the counting processor of
+/// `payload` in `mode`, on its own thread.
 pub fn start_instance(
     settings: &KafkaSettings,
     names: &Names,
     mode: Mode,
+    payload: &Payload,
 ) -> Result<RunningProcessor, ProcessorError> {
     let mut config = instance_config(settings, &names.app);
     config.guarantee = mode.guarantee;
     config.commit = mode.commit;
-    let processor = CountingProcessor {
-        output_topic: names.output.clone(),
-    };
-    RunningProcessor::start("processor", processor, names.spec(), config)
+    let output_topic = names.output.clone();
+    match payload {
+        Payload::Text => {
+            let processor = CountingProcessor { output_topic };
+            RunningProcessor::start("processor", processor, names.spec(), config)
+        }
+        Payload::Avro { gate } => {
+            config.value_gate = gate.clone();
+            let processor = AvroCountingProcessor { output_topic };
+            RunningProcessor::start("processor", processor, names.spec(), config)
+        }
+    }
 }

@@ -9,6 +9,9 @@
 //! which the counting processor echoes as `t<µs>:<count>`. Producer, broker,
 //! processor and reader share one clock (one machine). Every measured record
 //! must come back; a missing one fails the run.
+//!
+//! With the Avro payload the same stamps travel in the `CallEvent`s'
+//! `provider_event_id` (see `avro`), the values encoded in this process's framing.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -22,9 +25,11 @@ use rdkafka::message::Message;
 use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
 use tracing::{info, warn};
 
-use crate::instance::{start_instance, Mode, Names};
+use crate::avro::{call_event, stamp_of};
+use crate::instance::{start_instance, Mode, Names, Payload};
 use callstream_bench::kafka::{committed_reader, create_topics, now_micros, TopicKind};
 use callstream_bench::report::Summary;
+use callstream_schemas::Event as _;
 
 /// The load to measure under.
 #[derive(Debug, Clone, Copy)]
@@ -46,7 +51,13 @@ const KEYS: u64 = 10_000;
 /// How long the stragglers may take after the last measured record is sent.
 const TAIL: Duration = Duration::from_secs(30);
 
-pub fn measure(settings: &KafkaSettings, names: &Names, mode: Mode, pace: Pace) -> Result<Latency> {
+pub fn measure(
+    settings: &KafkaSettings,
+    names: &Names,
+    mode: Mode,
+    pace: Pace,
+    payload: &Payload,
+) -> Result<Latency> {
     create_topics(
         settings,
         &[&names.input, &names.output],
@@ -54,7 +65,7 @@ pub fn measure(settings: &KafkaSettings, names: &Names, mode: Mode, pace: Pace) 
         pace.partitions,
     )?;
     let reader = committed_reader(settings, &names.output, pace.partitions, 10)?;
-    let mut instance = start_instance(settings, names, mode)?;
+    let mut instance = start_instance(settings, names, mode, payload)?;
     let producer: ThreadedProducer<DefaultProducerContext> = settings
         .producer_config()
         .create()
@@ -62,9 +73,10 @@ pub fn measure(settings: &KafkaSettings, names: &Names, mode: Mode, pace: Pace) 
     let ready = Arc::new(AtomicBool::new(false));
     let mut sender = Some({
         let (ready, input) = (ready.clone(), names.input.clone());
+        let avro = matches!(payload, Payload::Avro { .. });
         std::thread::Builder::new()
             .name("paced-producer".into())
-            .spawn(move || paced_send(&producer, &input, &ready, pace))
+            .spawn(move || paced_send(&producer, &input, &ready, pace, avro))
             .context("starting the paced producer")?
     });
 
@@ -73,7 +85,7 @@ pub fn measure(settings: &KafkaSettings, names: &Names, mode: Mode, pace: Pace) 
     let give_up = Instant::now() + Duration::from_secs(60) + pace.duration + TAIL;
     loop {
         instance.ensure_running()?;
-        read_stamps(&reader, &ready, &mut samples);
+        read_stamps(&reader, &ready, &mut samples, payload);
         if let Some(thread) = sender.take_if(|t| t.is_finished()) {
             let count = thread
                 .join()
@@ -110,13 +122,23 @@ pub fn measure(settings: &KafkaSettings, names: &Names, mode: Mode, pace: Pace) 
 
 /// Reads the outputs that are there; notes warm-up ones (the pipeline is
 /// ready) and the latency of measured ones.
-fn read_stamps(reader: &BaseConsumer, ready: &AtomicBool, samples: &mut Vec<f64>) {
+fn read_stamps(
+    reader: &BaseConsumer,
+    ready: &AtomicBool,
+    samples: &mut Vec<f64>,
+    payload: &Payload,
+) {
     let mut wait = Duration::from_millis(5);
     for _ in 0..10_000 {
         match reader.poll(wait) {
             Some(Ok(message)) => {
                 let seen_at = now_micros();
-                match parse_stamp(message.payload().unwrap_or_default()) {
+                let value = message.payload().unwrap_or_default();
+                let stamp = match payload {
+                    Payload::Text => parse_stamp(value),
+                    Payload::Avro { .. } => stamp_of(value).and_then(|mark| parse_mark(&mark)),
+                };
+                match stamp {
                     Some(Stamp::WarmUp) => ready.store(true, Ordering::SeqCst),
                     Some(Stamp::Sent(micros)) => samples.push((seen_at - micros) as f64 / 1000.0),
                     None => warn!("an output that is not from this benchmark"),
@@ -142,6 +164,11 @@ enum Stamp {
 fn parse_stamp(value: &[u8]) -> Option<Stamp> {
     let text = std::str::from_utf8(value).ok()?;
     let (input, _count) = text.rsplit_once(':')?;
+    parse_mark(input)
+}
+
+/// Reads `w<n>` or `t<µs>`.
+fn parse_mark(input: &str) -> Option<Stamp> {
     match input.split_at_checked(1)? {
         ("w", _) => Some(Stamp::WarmUp),
         ("t", micros) => micros.parse().ok().map(Stamp::Sent),
@@ -150,20 +177,32 @@ fn parse_stamp(value: &[u8]) -> Option<Stamp> {
 }
 
 /// Sends warm-up records until `ready`, then `rate × duration` stamped ones
-/// at an even pace. Returns how many stamped records were sent.
+/// at an even pace (as `CallEvent`s if `avro`). Returns how many stamped
+/// records were sent.
 fn paced_send(
     producer: &ThreadedProducer<DefaultProducerContext>,
     topic: &str,
     ready: &AtomicBool,
     pace: Pace,
+    avro: bool,
 ) -> Result<u64> {
+    let run = uuid::Uuid::new_v4().as_u64_pair().0;
+    let send = |n: u64, stamp: String| -> Result<()> {
+        let key = format!("k{}", n % KEYS);
+        let value = if avro {
+            call_event(run, n, &key, stamp).encode()?
+        } else {
+            stamp.into_bytes()
+        };
+        send(producer, topic, &key, &value)
+    };
     let mut n: u64 = 0;
     let warm_up_until = Instant::now() + Duration::from_secs(60);
     while !ready.load(Ordering::SeqCst) {
         if Instant::now() > warm_up_until {
             bail!("the processor produced nothing within a minute");
         }
-        send(producer, topic, n, format!("w{n}"))?;
+        send(n, format!("w{n}"))?;
         n += 1;
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -180,7 +219,7 @@ fn paced_send(
     while sent < total {
         let due = (started.elapsed().as_secs_f64() * pace.rate_per_s as f64) as u64;
         while sent < due.min(total) {
-            send(producer, topic, n, format!("t{}", now_micros()))?;
+            send(n, format!("t{}", now_micros()))?;
             n += 1;
             sent += 1;
         }
@@ -197,11 +236,10 @@ fn paced_send(
 fn send(
     producer: &ThreadedProducer<DefaultProducerContext>,
     topic: &str,
-    n: u64,
-    value: String,
+    key: &str,
+    value: &[u8],
 ) -> Result<()> {
-    let key = format!("k{}", n % KEYS);
-    let mut record = BaseRecord::to(topic).key(&key).payload(&value);
+    let mut record = BaseRecord::to(topic).key(key).payload(value);
     loop {
         match producer.send(record) {
             Ok(()) => return Ok(()),

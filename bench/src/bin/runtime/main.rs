@@ -5,34 +5,57 @@
 //! 1. exactly-once throughput over N preloaded records (100 ms commits),
 //! 2. at-least-once throughput over the same load, and the EOS/ALO ratio,
 //! 3. restore of a store of 1,000,000 keys written to its changelog,
-//! 4. exactly-once end-to-end latency at a steady, moderate rate.
+//! 4. exactly-once end-to-end latency at a steady, moderate rate,
+//! 5. the registry's cost (issue 21): exactly-once throughput (`framing`) and
+//!    latency (`framing-latency`) of the counting processor's Avro twin
+//!    (`avro`: decode a `CallEvent`, count, encode one), once in Avro
+//!    single-object encoding and once in the Confluent wire format with ids
+//!    registered in the stack's registry, each in a child process of its own
+//!    (the framing is chosen once per process), alternating over
+//!    `--framing-rounds` rounds; then the mean of each framing and the
+//!    `confluent_over_single_object_*` ratios (`callstream_bench::framing`).
 //!
 //! N defaults to 4,000,000: at this machine's rate (2 cores shared with the
-//! broker) that keeps each throughput measurement above 20 s.
+//! broker) that keeps each throughput measurement above 20 s. The framing
+//! runs have `--framing-records` (2,000,000) each.
 //!
 //! Topics are deleted afterwards unless `--keep-topics`.
 
+mod avro;
 mod instance;
 mod latency;
 mod restore;
 mod throughput;
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{bail, Result};
-use callstream_platform::KafkaSettings;
-use callstream_runtime::{CommitPolicy, Guarantee};
+use anyhow::{bail, Context, Result};
+use callstream_bench::framing::{self, Framing};
+use callstream_bench::kafka::{block_on, unique_name};
+use callstream_platform::topics::CALL_EVENTS;
+use callstream_platform::{KafkaSettings, Topics};
+use callstream_runtime::{CommitPolicy, Guarantee, ValueGate};
+use callstream_schema_registry::SchemaFetcher;
+use callstream_schemas::Event as _;
 use tracing::info;
 
 use callstream_bench::report::Report;
 use clap::Parser;
 
-use self::instance::{Mode, Names};
+use self::instance::{Mode, Names, Payload};
 use self::throughput::{Load, Throughput, Until};
 
 fn main() -> Result<()> {
     callstream_bench::init("runtime", &["callstream_runtime"]);
-    run(&Args::parse(), &mut Report::stdout("runtime"))
+    let args = Args::parse();
+    callstream_bench::framing::main_or_child(
+        "runtime",
+        args.child_framing,
+        args.child_round,
+        |framing, report| child(&args, framing, report),
+        |report| run(&args, report),
+    )
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -45,6 +68,10 @@ pub enum Phase {
     Restore,
     /// Exactly-once end-to-end latency at a steady rate.
     Latency,
+    /// Exactly-once throughput of Avro records, single-object and Confluent-framed.
+    Framing,
+    /// Exactly-once latency of Avro records, single-object and Confluent-framed.
+    FramingLatency,
 }
 
 /// The processor runtime: exactly-once and at-least-once throughput,
@@ -84,8 +111,27 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = Until::Visible)]
     until: Until,
     /// Which phases to run, comma-separated.
-    #[arg(long, value_delimiter = ',', default_values = ["eos", "alo", "restore", "latency"])]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_values = ["eos", "alo", "restore", "latency", "framing", "framing-latency"]
+    )]
     phases: Vec<Phase>,
+    /// Input records of each framing throughput run.
+    #[arg(long, default_value_t = 2_000_000)]
+    framing_records: u64,
+    /// Runs of each framing (`framing`, `framing-latency`), the order alternating.
+    #[arg(long, default_value_t = 2)]
+    framing_rounds: u32,
+    /// The framings to compare (one alone: its figures, no ratio).
+    #[arg(long, value_enum, value_delimiter = ',', default_values = ["single-object", "confluent"])]
+    framings: Vec<Framing>,
+    /// Run as the child measuring this framing (the comparison starts them).
+    #[arg(long, value_enum, hide = true)]
+    child_framing: Option<Framing>,
+    /// The round of a child run.
+    #[arg(long, hide = true, default_value_t = 1)]
+    child_round: u32,
     /// Most seconds any phase may take before the run fails.
     #[arg(long, default_value_t = 900)]
     timeout_s: u64,
@@ -95,8 +141,15 @@ pub struct Args {
 }
 
 pub fn run(args: &Args, report: &mut Report) -> Result<()> {
-    if args.records == 0 || args.keys == 0 || args.restore_keys == 0 || args.partitions < 1 {
-        bail!("--records, --keys, --restore-keys and --partitions must be positive");
+    if args.records == 0
+        || args.keys == 0
+        || args.restore_keys == 0
+        || args.partitions < 1
+        || args.framing_records == 0
+    {
+        bail!(
+            "--records, --keys, --restore-keys, --partitions and --framing-records must be positive"
+        );
     }
     let settings = KafkaSettings::from_env("callstream-bench");
     let mut made: Vec<String> = Vec::new();
@@ -149,7 +202,7 @@ fn run_phases(
         let names = Names::fresh("eos");
         made.extend(names.topics());
         info!(app = %names.app, "exactly-once throughput");
-        let result = throughput::measure(settings, &names, eos, load)?;
+        let result = throughput::measure(settings, &names, eos, load, &Payload::Text)?;
         emit_throughput(report, "eos", &result)?;
         eos_rate = Some(result.records_per_s());
     }
@@ -157,7 +210,7 @@ fn run_phases(
         let names = Names::fresh("alo");
         made.extend(names.topics());
         info!(app = %names.app, "at-least-once throughput");
-        let result = throughput::measure(settings, &names, alo, load)?;
+        let result = throughput::measure(settings, &names, alo, load, &Payload::Text)?;
         emit_throughput(report, "alo", &result)?;
         if let Some(eos_rate) = eos_rate {
             report.emit(
@@ -199,17 +252,149 @@ fn run_phases(
             partitions: args.partitions,
         };
         info!(app = %names.app, rate = pace.rate_per_s, "exactly-once latency");
-        let result = latency::measure(settings, &names, eos, pace)?;
-        let s = result.summary;
-        report.emit("eos_p99_latency_ms", s.p99, "ms")?;
-        report.emit("eos_p50_latency_ms", s.p50, "ms")?;
-        report.emit("eos_max_latency_ms", s.max, "ms")?;
-        report.emit("eos_mean_latency_ms", s.mean, "ms")?;
-        report.emit("eos_latency_samples", result.sent as f64, "records")?;
-        report.emit("eos_latency_rate", args.latency_rate as f64, "records/s")?;
-        if let Some(ms) = result.mean_commit_ms {
-            report.emit("eos_latency_mean_commit_ms", ms, "ms")?;
+        let result = latency::measure(settings, &names, eos, pace, &Payload::Text)?;
+        emit_latency(report, "eos", &result, args.latency_rate)?;
+    }
+    if args.phases.contains(&Phase::Framing) || args.phases.contains(&Phase::FramingLatency) {
+        compare_framings(args, report)?;
+    }
+    Ok(())
+}
+
+/// What the framing runs report, per child, that the summary compares.
+const COMPARED: &[&str] = &[
+    "avro_eos_records_per_s",
+    "avro_eos_bench_cpu_us_per_record",
+    "avro_eos_p50_latency_ms",
+    "avro_eos_p99_latency_ms",
+];
+
+/// The `framing` phases: a child process per framing and round (this
+/// executable again, with this run's arguments), then the summary.
+fn compare_framings(args: &Args, report: &mut Report) -> Result<()> {
+    report.emit("framing_records", args.framing_records as f64, "records")?;
+    let framings = framing::available(&args.framings, report)?;
+    let passed: Vec<String> = std::env::args().skip(1).collect();
+    let mut lines = Vec::new();
+    for (round, framing) in framing::schedule(&framings, args.framing_rounds) {
+        info!(framing = framing.label(), round, "framing run");
+        lines.extend(framing::run_child(report, &passed, framing, round)?);
+    }
+    framing::summarise(report, &lines, COMPARED)
+}
+
+/// A child of [`compare_framings`]: switches to `framing` (registering the
+/// schemas for its topics with the stack's registry, for Confluent), then
+/// runs the `framing` phases once with Avro records; every line is tagged
+/// with the framing and round.
+fn child(args: &Args, framing: Framing, report: &mut Report) -> Result<()> {
+    let settings = KafkaSettings::from_env("callstream-bench");
+    // Every topic of the child behind one prefix, the throughput's input
+    // named as the call-events topic: `install` registers the value
+    // subjects of those topics, `<prefix>call-events-value` among them.
+    let prefix = format!("{}-", unique_name("bench-rt-fr"));
+    let topics = Topics::with_prefix(prefix.clone());
+    let client = block_on(framing::adopt(framing, &topics))??;
+    let sample = avro::call_event(0, 0, "k0", "0".into()).encode()?;
+    framing::check_written(framing, &sample)?;
+    // As `callstream process` with a registry: the runtime asks the
+    // registry's gate before each record (a known id: no call).
+    let gate = match client {
+        Some(client) => {
+            let fetcher = SchemaFetcher::new(client).context("starting the schema fetcher")?;
+            Some(Arc::new(fetcher) as Arc<dyn ValueGate>)
         }
+        None => None,
+    };
+    let payload = Payload::Avro { gate };
+    let mut made: Vec<String> = Vec::new();
+    let result = child_phases(
+        args, &settings, &prefix, &topics, &payload, report, &mut made,
+    );
+    if args.keep_topics {
+        info!(topics = ?made, "keeping the benchmark topics");
+    } else {
+        callstream_bench::kafka::delete_topics(&settings, &made);
+    }
+    result
+}
+
+fn child_phases(
+    args: &Args,
+    settings: &KafkaSettings,
+    prefix: &str,
+    topics: &Topics,
+    payload: &Payload,
+    report: &mut Report,
+    made: &mut Vec<String>,
+) -> Result<()> {
+    let eos = Mode {
+        guarantee: Guarantee::ExactlyOnce,
+        commit: CommitPolicy {
+            interval: Duration::from_millis(args.commit_interval_ms),
+            max_records: args.commit_max_records,
+        },
+    };
+    if args.phases.contains(&Phase::Framing) {
+        let names = Names {
+            app: format!("{prefix}tp"),
+            input: topics.name(CALL_EVENTS),
+            output: format!("{prefix}tp-out"),
+        };
+        made.extend(names.topics());
+        let load = Load {
+            records: args.framing_records,
+            keys: args.keys,
+            partitions: args.partitions,
+            timeout: Duration::from_secs(args.timeout_s),
+            until: args.until,
+        };
+        info!(app = %names.app, "exactly-once throughput, Avro");
+        let result = throughput::measure(settings, &names, eos, load, payload)?;
+        emit_throughput(report, "avro_eos", &result)?;
+        if let Some(cpu) = result.cpu.bench {
+            let per_record = cpu / result.records as f64 * 1e6;
+            report.emit("avro_eos_bench_cpu_us_per_record", per_record, "us")?;
+        }
+    }
+    if args.phases.contains(&Phase::FramingLatency) {
+        let names = Names {
+            app: format!("{prefix}lat"),
+            input: format!("{prefix}lat-in"),
+            output: format!("{prefix}lat-out"),
+        };
+        made.extend(names.topics());
+        let pace = latency::Pace {
+            rate_per_s: args.latency_rate,
+            duration: Duration::from_secs(args.latency_seconds),
+            partitions: args.partitions,
+        };
+        info!(app = %names.app, rate = pace.rate_per_s, "exactly-once latency, Avro");
+        let result = latency::measure(settings, &names, eos, pace, payload)?;
+        emit_latency(report, "avro_eos", &result, args.latency_rate)?;
+    }
+    Ok(())
+}
+
+fn emit_latency(
+    report: &mut Report,
+    mode: &str,
+    result: &latency::Latency,
+    rate: u64,
+) -> Result<()> {
+    let s = result.summary;
+    report.emit(&format!("{mode}_p99_latency_ms"), s.p99, "ms")?;
+    report.emit(&format!("{mode}_p50_latency_ms"), s.p50, "ms")?;
+    report.emit(&format!("{mode}_max_latency_ms"), s.max, "ms")?;
+    report.emit(&format!("{mode}_mean_latency_ms"), s.mean, "ms")?;
+    report.emit(
+        &format!("{mode}_latency_samples"),
+        result.sent as f64,
+        "records",
+    )?;
+    report.emit(&format!("{mode}_latency_rate"), rate as f64, "records/s")?;
+    if let Some(ms) = result.mean_commit_ms {
+        report.emit(&format!("{mode}_latency_mean_commit_ms"), ms, "ms")?;
     }
     Ok(())
 }

@@ -16,7 +16,7 @@ use anyhow::{bail, Result};
 use callstream_platform::KafkaSettings;
 use tracing::info;
 
-use crate::instance::{start_instance, Mode, Names};
+use crate::instance::{start_instance, Mode, Names, Payload};
 use callstream_bench::kafka::{create_topics, preload, TopicKind};
 use callstream_bench::processor::sample;
 
@@ -63,7 +63,7 @@ pub fn measure(
         "changelog filled; starting a fresh instance"
     );
     let started = Instant::now();
-    let mut instance = start_instance(settings, names, mode)?;
+    let mut instance = start_instance(settings, names, mode, &Payload::Text)?;
     let metrics = instance.metrics().clone();
     let mut restored_at: Option<Instant> = None;
     let mut last = 0;

@@ -19,12 +19,14 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
 use callstream_platform::KafkaSettings;
+use callstream_schemas::Event as _;
 use rdkafka::consumer::BaseConsumer;
 use tracing::{info, warn};
 
-use crate::instance::{start_instance, Mode, Names};
+use crate::avro::call_event;
+use crate::instance::{start_instance, Mode, Names, Payload};
 use callstream_bench::cpu::Usage;
-use callstream_bench::kafka::{committed_reader, create_topics, preload, TopicKind};
+use callstream_bench::kafka::{committed_reader, create_topics, preload_placed, Placed, TopicKind};
 use callstream_bench::processor::RunningProcessor;
 
 /// What one throughput measurement found.
@@ -77,12 +79,13 @@ pub enum Until {
 const DRAIN: Duration = Duration::from_millis(500);
 const PROGRESS_EVERY: Duration = Duration::from_secs(5);
 
-/// Runs one measurement on fresh topics named by `names`.
+/// Runs one measurement on fresh topics named by `names`, with records of `payload`.
 pub fn measure(
     settings: &KafkaSettings,
     names: &Names,
     mode: Mode,
     load: Load,
+    payload: &Payload,
 ) -> Result<Throughput> {
     create_topics(
         settings,
@@ -91,10 +94,20 @@ pub fn measure(
         load.partitions,
     )?;
     info!(topic = %names.input, records = load.records, keys = load.keys, "preloading");
-    let took = preload(settings, &names.input, load.records, |i, key, value| {
+    let run = uuid::Uuid::new_v4().as_u64_pair().0;
+    let took = preload_placed(settings, &names.input, load.records, |i, key, value| {
         // Writing into a Vec cannot fail.
         let _ = write!(key, "k{}", i % load.keys);
-        let _ = write!(value, "{i}");
+        match payload {
+            Payload::Text => {
+                let _ = write!(value, "{i}");
+            }
+            Payload::Avro { .. } => {
+                let key = std::str::from_utf8(key).unwrap_or_default();
+                value.extend_from_slice(&call_event(run, i, key, i.to_string()).encode()?);
+            }
+        }
+        Ok(Placed::default())
     })?;
     info!(
         seconds = took.as_secs_f64(),
@@ -105,7 +118,7 @@ pub fn measure(
 
     let cpu_before = Usage::now();
     let started = Instant::now();
-    let mut instance = start_instance(settings, names, mode)?;
+    let mut instance = start_instance(settings, names, mode, payload)?;
     let timed = match load.until {
         Until::Visible => until_visible(&mut instance, &reader, load, started)?,
         Until::Committed => {
