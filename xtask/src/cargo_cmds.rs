@@ -58,10 +58,17 @@ pub enum Topics {
     BuildFailed,
 }
 
-/// `cargo build -p callstream`, quietly; its exit status (cargo has printed why it failed).
+/// What a first build costs, said before it starts: on a fresh machine the build is most of
+/// the wait, and a silent one looks stuck.
+pub const FIRST_BUILD: &str = "the first build on a fresh machine takes 8 minutes or more on 2 \
+     cores (cargo shows its progress); later ones take seconds";
+
+/// `cargo build -p callstream`, cargo's progress shown; its exit status (cargo has printed
+/// why it failed).
 fn build_callstream(layout: &Layout) -> Result<std::process::ExitStatus> {
+    println!("build: `cargo build -p callstream`; {FIRST_BUILD}");
     cargo()
-        .args(["build", "--quiet", "-p", "callstream"])
+        .args(["build", "-p", "callstream"])
         .current_dir(&layout.repo)
         .status()
         .context("running cargo build -p callstream")
@@ -214,14 +221,8 @@ pub fn bench(layout: &Layout, name: &str, args: &[String]) -> Result<()> {
         );
     }
     let mut command = cargo();
-    command.args([
-        "run",
-        "--quiet",
-        "--release",
-        "-p",
-        "callstream-bench",
-        "--bin",
-    ]);
+    println!("build: the benchmark in release; {FIRST_BUILD}");
+    command.args(["run", "--release", "-p", "callstream-bench", "--bin"]);
     if name == SCALE {
         // Instances of the processors as their own processes, on the three-broker cluster
         // as its admin: the release `callstream` beside the benchmark, and the cluster up.

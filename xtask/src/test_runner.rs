@@ -218,7 +218,10 @@ fn build(layout: &Layout, args: &TestArgs) -> Result<Vec<TestBinary>> {
     cmd.args(&args.cargo)
         .current_dir(&layout.repo)
         .stdout(Stdio::piped());
-    println!("test: building with {cmd:?}");
+    println!(
+        "test: building with {cmd:?}; {}",
+        crate::cargo_cmds::FIRST_BUILD
+    );
     let mut child = cmd.spawn().context("starting cargo test --no-run")?;
     let mut binaries = Vec::new();
     if let Some(stdout) = child.stdout.take() {
