@@ -122,7 +122,9 @@ pub fn up(layout: &Layout) -> Result<()> {
                  `down` leaves it alone)",
                 layout::kafka_bootstrap()
             );
-            return Ok(());
+            // The tests run Kafka's own tools (console consumer, kafka-topics, ...) from this
+            // checkout's jars, whoever runs the broker: a second checkout has none yet.
+            return dist::ensure_libs(layout);
         }
         State::Foreign { info: None } => bail!(
             "port {KAFKA_PORT} on {KAFKA_HOST} is taken by something that is not a Kafka broker \
