@@ -68,6 +68,16 @@ pub fn create_topics(
     Ok(())
 }
 
+/// A benchmark's end: deletes the topics it `made`, or with `keep` (its
+/// `--keep-topics`) names them for a look.
+pub fn clean_up(settings: &KafkaSettings, made: &[String], keep: bool) {
+    if keep {
+        tracing::info!(topics = ?made, "keeping the benchmark topics");
+    } else {
+        delete_topics(settings, made);
+    }
+}
+
 /// Deletes topics a benchmark made; failures are logged, not fatal (the
 /// numbers are already out).
 pub fn delete_topics(settings: &KafkaSettings, names: &[String]) {

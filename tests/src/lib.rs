@@ -93,6 +93,14 @@ pub fn kafka_libs() -> PathBuf {
         .unwrap_or_else(|| repo_root().join(".stack/kafka/libs"))
 }
 
+/// The jars of a Java tool `xtask` fetched (`xtask/java/<name>/pom.xml`): the variable
+/// `cargo xtask test` hands them in (`env`), else `<repo>/.stack/java/<name>/libs`.
+pub fn java_libs(env: &str, name: &str) -> PathBuf {
+    std::env::var_os(env)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join(".stack/java").join(name).join("libs"))
+}
+
 pub fn repo_root() -> PathBuf {
     let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     manifest.parent().map(PathBuf::from).unwrap_or(manifest)
@@ -299,7 +307,8 @@ pub async fn run_kafka_tool_with_input(
     Ok(output)
 }
 
-fn java() -> PathBuf {
+/// The `java` to run: `$JAVA_HOME`'s, else the one on PATH.
+pub fn java() -> PathBuf {
     std::env::var_os("JAVA_HOME")
         .map(|home| PathBuf::from(home).join("bin/java"))
         .filter(|java| java.is_file())

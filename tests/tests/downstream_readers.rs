@@ -15,7 +15,9 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use apache_avro::types::Value;
-use callstream_e2e::{bootstrap_servers, repo_root, stack_registry_url, unique_name};
+use callstream_e2e::{
+    bootstrap_servers, java, java_libs, repo_root, stack_registry_url, unique_name,
+};
 use callstream_platform::{admin, KafkaSettings, Topics};
 use callstream_schema_registry::{install, value_subjects, RegistryClient};
 use callstream_schemas::{decode_any, decode_value, wire};
@@ -99,14 +101,6 @@ fn same(read: &serde_json::Value, written: &serde_json::Value) -> bool {
         }
         _ => read == written,
     }
-}
-
-/// The `java` to run: $JAVA_HOME's, else the one on PATH.
-fn java() -> std::path::PathBuf {
-    std::env::var_os("JAVA_HOME")
-        .map(|home| std::path::PathBuf::from(home).join("bin/java"))
-        .filter(|java| java.is_file())
-        .unwrap_or_else(|| "java".into())
 }
 
 /// Checks a reader's JSON lines (`{"topic", "offset", "value"}`) against what was written:
@@ -225,12 +219,9 @@ async fn python_and_java_read_every_event_type_through_the_registry() -> Result<
     let read = compare("Python's AvroDeserializer", &output, &written, seed)?;
 
     // Apicurio's Java deserializer, as a Java team would run it.
-    let libs = std::env::var("CALLSTREAM_APICURIO_SERDE_LIBS").unwrap_or_else(|_| {
-        repo_root()
-            .join(".stack/java/apicurio-serde/libs")
-            .display()
-            .to_string()
-    });
+    let libs = java_libs("CALLSTREAM_APICURIO_SERDE_LIBS", "apicurio-serde")
+        .display()
+        .to_string();
     let mut command = tokio::process::Command::new(java());
     command
         // Java's own single-file launch: no build step for a 100-line reader.

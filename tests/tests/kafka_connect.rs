@@ -7,14 +7,15 @@
 //! The jars are fetched by `cargo xtask test` (xtask/java/connect, xtask/java/apicurio-converter).
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use callstream_e2e::fixtures::call_launch;
 use callstream_e2e::{
-    bootstrap_servers, produce, producer, repo_root, stack_registry_url, unique_name,
+    bootstrap_servers, java, java_libs, produce, producer, repo_root, stack_registry_url,
+    unique_name,
 };
 use callstream_platform::{admin, topics, KafkaSettings, Topics};
 use callstream_schema_registry::{install, RegistryClient};
@@ -26,19 +27,6 @@ use uuid::Uuid;
 const LAUNCHES: usize = 300;
 /// How long the worker may take to start, read and flush them (a loaded 2-core machine).
 const PATIENCE: Duration = Duration::from_secs(300);
-
-fn jars(env: &str, default: &str) -> PathBuf {
-    std::env::var_os(env)
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo_root().join(default))
-}
-
-fn java() -> PathBuf {
-    std::env::var_os("JAVA_HOME")
-        .map(|home| PathBuf::from(home).join("bin/java"))
-        .filter(|java| java.is_file())
-        .unwrap_or_else(|| "java".into())
-}
 
 /// The worker's settings: where Kafka is, the converters, the plugin folder, its offsets.
 fn worker_properties(dir: &Path, converter_libs: &Path) -> Result<String> {
@@ -152,11 +140,8 @@ async fn a_connect_file_sink_with_apicurios_converter_holds_every_launch() -> Re
 
     let dir = repo_root().join("target").join("kafka-connect").join(&name);
     std::fs::create_dir_all(&dir)?;
-    let connect_libs = jars("CALLSTREAM_CONNECT_LIBS", ".stack/java/connect/libs");
-    let converter_libs = jars(
-        "CALLSTREAM_APICURIO_CONVERTER_LIBS",
-        ".stack/java/apicurio-converter/libs",
-    );
+    let connect_libs = java_libs("CALLSTREAM_CONNECT_LIBS", "connect");
+    let converter_libs = java_libs("CALLSTREAM_APICURIO_CONVERTER_LIBS", "apicurio-converter");
     let worker = dir.join("worker.properties");
     let sink = dir.join("sink.properties");
     let file = dir.join("launches.txt");

@@ -179,10 +179,7 @@ fn framed_by_previous(
         .into_iter()
         .filter(|(name, _)| name != PREVIOUS_LACKS)
         .collect();
-    let mut bytes = vec![wire::CONFLUENT_MAGIC];
-    bytes.extend_from_slice(&id.to_be_bytes());
-    bytes.extend(apache_avro::to_avro_datum(schema, Value::Record(fields))?);
-    Ok(bytes)
+    next_launch::confluent_framed(fields, id, schema)
 }
 
 /// The other half of the upgrade: today's build is the next version of the release before

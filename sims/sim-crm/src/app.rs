@@ -70,16 +70,12 @@ async fn create(
 ) -> Result<Response, CrmError> {
     let kind = ObjectType::parse(&kind)?;
     let (properties, associations) = read_create(kind, parse::<WriteBody>(&body)?)?;
-    // The gate's seeded draw; a request without one (none today) lags the median.
-    let lag = state
-        .behaviour()
-        .search_lag(draws.map_or(0.0, |Extension(d)| d.lag_z));
     let object = state.db().create(
         kind,
         properties,
         associations,
         callstream_platform::clock::now_utc(),
-        Instant::now() + lag,
+        searchable_at(&state, draws.as_ref()),
     )?;
     Ok((StatusCode::CREATED, Json(object.to_json(Shown::All, false))).into_response())
 }
@@ -154,6 +150,13 @@ async fn search(
     Ok(Json(answer).into_response())
 }
 
+/// When search starts to see an object created now: its lag from the gate's
+/// seeded draw (a request without one, none today, lags the median).
+fn searchable_at(state: &CrmState, draws: Option<&Extension<Draws>>) -> Instant {
+    let z = draws.map_or(0.0, |Extension(d)| d.lag_z);
+    Instant::now() + state.behaviour().search_lag(z)
+}
+
 /// `name` is a unique property of `kind`, or HubSpot's `400`.
 fn unique_property(state: &CrmState, kind: ObjectType, name: &str) -> Result<(), CrmError> {
     match state.db().property(kind, name) {
@@ -196,9 +199,6 @@ async fn upsert(
     }
     let body: UpsertBody = parse(&body)?;
     let started = callstream_platform::clock::now_utc();
-    let lag = state
-        .behaviour()
-        .search_lag(draws.map_or(0.0, |Extension(d)| d.lag_z));
     let mut results = Vec::with_capacity(body.inputs.len());
     for input in body.inputs {
         unique_property(&state, kind, &input.id_property)?;
@@ -209,7 +209,7 @@ async fn upsert(
             &input.id,
             properties,
             callstream_platform::clock::now_utc(),
-            Instant::now() + lag,
+            searchable_at(&state, draws.as_ref()),
         )?;
         let mut shown = object.to_json(Shown::All, false);
         shown["new"] = json!(new);

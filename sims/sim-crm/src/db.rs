@@ -177,20 +177,7 @@ impl Db {
         match g.unique.get(&key).cloned() {
             Some(existing) => {
                 g.check_unique(kind, Some(&existing), &properties)?;
-                let op = properties.get(crate::objects::OP_ID_PROPERTY).cloned();
-                let updated = {
-                    let o = g
-                        .objects
-                        .get_mut(&kind)
-                        .and_then(|m| m.get_mut(&existing))
-                        .ok_or(CrmError::NotFound { id: existing })?;
-                    o.apply(properties, now);
-                    o.clone()
-                };
-                g.index_unique(&updated);
-                g.writes.entry(kind.as_str()).or_default().updated += 1;
-                g.count_op(kind, op.as_deref(), false);
-                Ok((updated, false))
+                Ok((g.apply_update(kind, &existing, properties, now)?, false))
             }
             None => {
                 g.check_unique(kind, None, &properties)?;
@@ -227,6 +214,28 @@ impl Db {
 }
 
 impl Inner {
+    /// Sets `properties` on the existing object `id` and counts the write.
+    fn apply_update(
+        &mut self,
+        kind: ObjectType,
+        id: &str,
+        properties: BTreeMap<String, String>,
+        now: DateTime<Utc>,
+    ) -> Result<CrmObject, CrmError> {
+        let op = properties.get(crate::objects::OP_ID_PROPERTY).cloned();
+        let o = self
+            .objects
+            .get_mut(&kind)
+            .and_then(|m| m.get_mut(id))
+            .ok_or_else(|| CrmError::NotFound { id: id.into() })?;
+        o.apply(properties, now);
+        let updated = o.clone();
+        self.index_unique(&updated);
+        self.writes.entry(kind.as_str()).or_default().updated += 1;
+        self.count_op(kind, op.as_deref(), false);
+        Ok(updated)
+    }
+
     fn insert_new(
         &mut self,
         kind: ObjectType,
@@ -267,7 +276,6 @@ impl Db {
     ) -> Result<CrmObject, CrmError> {
         let mut g = self.lock();
         g.check_unique(kind, Some(id), &properties)?;
-        let op = properties.get(crate::objects::OP_ID_PROPERTY).cloned();
         let exists = g.objects.get(&kind).is_some_and(|m| m.contains_key(id));
         if !exists {
             if !(create_missing && kind == ObjectType::Contacts) {
@@ -281,18 +289,7 @@ impl Db {
                 .or_default()
                 .insert(id.to_string(), fresh);
         }
-        let updated = {
-            let objects = g.objects.entry(kind).or_default();
-            let Some(o) = objects.get_mut(id) else {
-                return Err(CrmError::NotFound { id: id.into() });
-            };
-            o.apply(properties, now);
-            o.clone()
-        };
-        g.index_unique(&updated);
-        g.writes.entry(kind.as_str()).or_default().updated += 1;
-        g.count_op(kind, op.as_deref(), false);
-        Ok(updated)
+        g.apply_update(kind, id, properties, now)
     }
 
     pub fn get(&self, kind: ObjectType, id: &str) -> Option<CrmObject> {

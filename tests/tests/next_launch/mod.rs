@@ -42,6 +42,16 @@ pub fn framed(
         None => Value::Union(0, Box::new(Value::Null)),
     };
     fields.push((ADDED_FIELD.into(), value));
+    confluent_framed(fields, id, schema)
+}
+
+/// A record's `fields` as a writer of schema `id` frames them: the Confluent header, then
+/// the body in `schema`.
+pub fn confluent_framed(
+    fields: Vec<(String, Value)>,
+    id: u32,
+    schema: &apache_avro::Schema,
+) -> Result<Vec<u8>> {
     let mut bytes = vec![wire::CONFLUENT_MAGIC];
     bytes.extend_from_slice(&id.to_be_bytes());
     bytes.extend(apache_avro::to_avro_datum(schema, Value::Record(fields))?);

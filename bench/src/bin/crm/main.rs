@@ -39,7 +39,7 @@ use clap::Parser;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use tracing::info;
 
-use callstream_bench::report::Report;
+use callstream_bench::report::{Report, Summary};
 
 use self::stack::Names;
 
@@ -145,11 +145,7 @@ pub fn run(args: &Args, report: &mut Report) -> Result<()> {
         .context("starting a tokio runtime")?;
     let mut made: Vec<String> = Vec::new();
     let result = run_phases(args, &settings, &runtime, report, &mut made);
-    if args.keep_topics {
-        info!(topics = ?made, "keeping the benchmark topics");
-    } else {
-        callstream_bench::kafka::delete_topics(&settings, &made);
-    }
+    callstream_bench::kafka::clean_up(&settings, &made, args.keep_topics);
     runtime.shutdown_timeout(Duration::from_secs(5));
     result
 }
@@ -282,24 +278,20 @@ fn run_phases(
             timeout,
         };
         let found = settle::measure(settings, runtime, &names, load)?;
-        let all = &found.latencies_ms;
-        let searched = &found.found_by_search;
-        report.emit("settle_p50_ms", settle::quantile(all, 0.5), "ms")?;
-        report.emit("settle_p99_ms", settle::quantile(all, 0.99), "ms")?;
-        report.emit("settle_max_ms", settle::quantile(all, 1.0), "ms")?;
-        report.emit("settle_applied", all.len() as f64, "commands")?;
-        report.emit("settle_found_by_search", searched.len() as f64, "commands")?;
-        if !searched.is_empty() {
-            report.emit(
-                "settle_ambiguous_p50_ms",
-                settle::quantile(searched, 0.5),
-                "ms",
-            )?;
-            report.emit(
-                "settle_ambiguous_p99_ms",
-                settle::quantile(searched, 0.99),
-                "ms",
-            )?;
+        let all = Summary::of(found.latencies_ms.clone()).context("no command applied")?;
+        report.emit("settle_p50_ms", all.p50, "ms")?;
+        report.emit("settle_p99_ms", all.p99, "ms")?;
+        report.emit("settle_max_ms", all.max, "ms")?;
+        report.emit("settle_applied", all.count as f64, "commands")?;
+        let searched = Summary::of(found.found_by_search.clone());
+        report.emit(
+            "settle_found_by_search",
+            searched.map_or(0, |s| s.count) as f64,
+            "commands",
+        )?;
+        if let Some(searched) = searched {
+            report.emit("settle_ambiguous_p50_ms", searched.p50, "ms")?;
+            report.emit("settle_ambiguous_p99_ms", searched.p99, "ms")?;
         }
         report.emit(
             "settle_late_answers",

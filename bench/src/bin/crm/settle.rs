@@ -58,15 +58,6 @@ pub struct Found {
     pub lag_max_ms: u64,
 }
 
-/// The `q` quantile (0..=1) of sorted `values`, nearest rank.
-pub fn quantile(sorted: &[f64], q: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let rank = ((sorted.len() as f64) * q).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
-}
-
 const PROGRESS_EVERY: Duration = Duration::from_secs(10);
 
 pub fn measure(
@@ -91,7 +82,7 @@ pub fn measure(
         ..RateLimit::default()
     };
     let config = dispatcher_config(names, &sim, no_limit, 64)?;
-    let mut reader = committed_reader(settings, &names.results(), names.topics.partitions, 50)?;
+    let reader = committed_reader(settings, &names.results(), names.topics.partitions, 50)?;
     let mut dispatcher = start_dispatcher(settings, names, &config, load.commit_interval)?;
     let producer: rdkafka::producer::BaseProducer = settings
         .base_config()
@@ -126,9 +117,7 @@ pub fn measure(
             next += 1;
         }
         producer.poll(Duration::ZERO);
-        if let Some(Ok(message)) =
-            rdkafka::consumer::BaseConsumer::poll(&reader, Duration::from_millis(5))
-        {
+        if let Some(Ok(message)) = reader.poll(Duration::from_millis(5)) {
             let result = CrmResult::decode(message.payload().unwrap_or_default())?;
             seen += 1;
             let Some(at) = sent_at.get(&result.operation_id) else {
@@ -164,7 +153,6 @@ pub fn measure(
     }
     producer.flush(Duration::from_secs(10))?;
     dispatcher.stop()?;
-    let _ = &mut reader;
     let stats = sim.state.request_stats();
     let writes = sim.state.db().stats();
     found.late_answers = stats.late_answers;
@@ -180,7 +168,5 @@ pub fn measure(
         .map(|s| s.1)
         .max()
         .unwrap_or(0);
-    found.latencies_ms.sort_by(|a, b| a.total_cmp(b));
-    found.found_by_search.sort_by(|a, b| a.total_cmp(b));
     Ok(found)
 }

@@ -161,11 +161,7 @@ fn run(args: &Args, report: &mut Report) -> Result<()> {
     preflight(&settings)?;
     let mut made = Vec::new();
     let result = measure(args, &settings, report, &mut made);
-    if args.keep_topics {
-        info!(topics = ?made, "keeping the benchmark topics");
-    } else {
-        callstream_bench::kafka::delete_topics(&settings, &made);
-    }
+    callstream_bench::kafka::clean_up(&settings, &made, args.keep_topics);
     let best_concurrency = result?;
     if args.framing_rounds > 0 {
         compare_framings(args, report, best_concurrency)?;
@@ -287,11 +283,7 @@ fn child(args: &Args, framing: Framing, report: &mut Report) -> Result<()> {
     preflight(&settings)?;
     let mut made = Vec::new();
     let result = child_level(args, &settings, framing, concurrency, report, &mut made);
-    if args.keep_topics {
-        info!(topics = ?made, "keeping the benchmark topics");
-    } else {
-        callstream_bench::kafka::delete_topics(&settings, &made);
-    }
+    callstream_bench::kafka::clean_up(&settings, &made, args.keep_topics);
     result
 }
 

@@ -154,11 +154,7 @@ pub fn run(args: &Args, report: &mut Report) -> Result<()> {
     let settings = KafkaSettings::from_env("callstream-bench");
     let mut made: Vec<String> = Vec::new();
     let result = run_phases(args, &settings, report, &mut made);
-    if args.keep_topics {
-        info!(topics = ?made, "keeping the benchmark topics");
-    } else {
-        callstream_bench::kafka::delete_topics(&settings, &made);
-    }
+    callstream_bench::kafka::clean_up(&settings, &made, args.keep_topics);
     result
 }
 
@@ -311,11 +307,7 @@ fn child(args: &Args, framing: Framing, report: &mut Report) -> Result<()> {
     let result = child_phases(
         args, &settings, &prefix, &topics, &payload, report, &mut made,
     );
-    if args.keep_topics {
-        info!(topics = ?made, "keeping the benchmark topics");
-    } else {
-        callstream_bench::kafka::delete_topics(&settings, &made);
-    }
+    callstream_bench::kafka::clean_up(&settings, &made, args.keep_topics);
     result
 }
 

@@ -129,11 +129,7 @@ pub fn run(args: &Args, report: &mut Report) -> Result<()> {
     stack::check_reachable(&settings)?;
     let mut made: Vec<String> = Vec::new();
     let result = run_kafka_phases(args, &settings, report, &mut made);
-    if args.keep_topics {
-        info!(topics = ?made, "keeping the benchmark topics");
-    } else {
-        callstream_bench::kafka::delete_topics(&settings, &made);
-    }
+    callstream_bench::kafka::clean_up(&settings, &made, args.keep_topics);
     result
 }
 
