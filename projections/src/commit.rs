@@ -34,6 +34,11 @@ use crate::view::{Tables, View};
 /// Applies and commits a batch, waiting out Postgres outages; a non-transient failure
 /// re-runs the batch record by record so only the refused records are skipped, each
 /// opening its exception through `reporter` before the batch commits.
+///
+/// `mode` is the first try: `Fast`, or `Load` for tables that hold none of the batch's
+/// rows (a failed `Load` is rolled back, so the tables are still empty, and is tried
+/// again as `Fast`, then `Careful`).
+#[allow(clippy::too_many_arguments)] // one per thing a commit needs; a struct would only rename them
 pub(crate) async fn commit_batch(
     pool: &PgPool,
     views: &[View],
@@ -42,8 +47,8 @@ pub(crate) async fn commit_batch(
     stats: &Stats,
     pauser: &mut Pauser,
     reporter: Option<&Reporter>,
+    mut mode: Mode,
 ) -> Result<(), ProjectionError> {
-    let mut mode = Mode::Fast;
     let started = Instant::now();
     loop {
         let attempt = async {
@@ -75,6 +80,10 @@ pub(crate) async fn commit_batch(
                 return Ok(());
             }
             Err(e) if is_transient(&e) => pauser.failed(&e).await,
+            Err(e) if mode == Mode::Load => {
+                tracing::warn!(error = %e, "bulk load refused; upserting the batch instead");
+                mode = Mode::Fast;
+            }
             Err(e) if mode == Mode::Fast => {
                 tracing::warn!(error = %e, "batch refused; applying it record by record");
                 mode = Mode::Careful;
@@ -190,6 +199,15 @@ impl Pipeline {
     /// Waits for the batch in flight, if any, then starts committing `batch`. The error of
     /// the batch in flight, if it failed for good, is returned here.
     pub(crate) async fn submit(&mut self, batch: Vec<Decoded>) -> Result<(), ProjectionError> {
+        self.submit_in(batch, Mode::Fast).await
+    }
+
+    /// [`Self::submit`], first tried in `mode` (see [`commit_batch`]).
+    pub(crate) async fn submit_in(
+        &mut self,
+        batch: Vec<Decoded>,
+        mode: Mode,
+    ) -> Result<(), ProjectionError> {
         let committers = self.idle().await?;
         self.report_undecodable(&batch).await;
         let records = batch.len();
@@ -207,6 +225,7 @@ impl Pipeline {
                         &committer.stats,
                         &mut committer.pauser,
                         committer.reporter.as_ref(),
+                        mode,
                     )
                     .await;
                     (committer, result)

@@ -24,10 +24,14 @@ pub struct ProjectionsConfig {
     /// Most records applied in one Postgres transaction
     /// (`CALLSTREAM_PROJECTIONS_BATCH_RECORDS`, default 2000).
     pub batch_max_records: usize,
-    /// Most records applied in one Postgres transaction by a rebuild, which reads a
-    /// backlog: bigger batches fold more changes of a row into one
+    /// Most records a rebuild reads from Kafka at once
     /// (`CALLSTREAM_PROJECTIONS_REBUILD_BATCH_RECORDS`, default 20000).
     pub rebuild_batch_records: usize,
+    /// Most records a rebuild holds and folds in memory before it writes them: the log is
+    /// rebuilt in chunks of this many, the first written with `COPY` into the empty tables,
+    /// later ones merged by upserts (`CALLSTREAM_PROJECTIONS_REBUILD_FOLD_RECORDS`, default
+    /// 250000, about 1-2 KB of memory each while held).
+    pub rebuild_fold_records: usize,
     /// Transactions a batch is committed in at once, each for a share of the views on a
     /// connection of its own (`CALLSTREAM_PROJECTIONS_COMMIT_LANES`, default 2; 1 commits
     /// every view in one transaction). Each view's rows still commit with its own offsets.
@@ -72,6 +76,7 @@ impl ProjectionsConfig {
             views: View::ALL.to_vec(),
             batch_max_records: 2000,
             rebuild_batch_records: 20_000,
+            rebuild_fold_records: 250_000,
             commit_lanes: 2,
             batch_max_wait: Duration::from_millis(100),
             retry_initial: Duration::from_millis(200),
@@ -111,6 +116,10 @@ impl ProjectionsConfig {
         config.rebuild_batch_records = count(
             "CALLSTREAM_PROJECTIONS_REBUILD_BATCH_RECORDS",
             config.rebuild_batch_records,
+        )?;
+        config.rebuild_fold_records = count(
+            "CALLSTREAM_PROJECTIONS_REBUILD_FOLD_RECORDS",
+            config.rebuild_fold_records,
         )?;
         config.commit_lanes = count("CALLSTREAM_PROJECTIONS_COMMIT_LANES", config.commit_lanes)?;
         let millis = |name, default| settings.millis(name, default).map_err(config_error);

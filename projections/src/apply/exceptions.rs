@@ -5,9 +5,10 @@ use callstream_schemas::{AnyEvent, ExceptionEvent, ExceptionStatus, Timestamp};
 use sqlx::PgConnection;
 use uuid::Uuid;
 
+use super::copy::copy_rows;
 use super::fold::{col, first, first_non_null, insert_unnest, least, take_if_newer, Fold, Merge};
 use super::simple::actor_label;
-use super::Located;
+use super::{Located, Write};
 use crate::view::Tables;
 
 /// One change of an exception row.
@@ -112,11 +113,40 @@ impl Merge for ExceptionRow<'_> {
     }
 }
 
+/// The columns of `exceptions`, in the order both writes use.
+const COLUMNS: &[(&str, &str)] = &[
+    ("tenant_id", "text"),
+    ("exception_id", "uuid"),
+    ("exception_type", "text"),
+    ("status", "text"),
+    ("status_rank", "int2"),
+    ("status_at", "timestamptz"),
+    ("status_event_id", "uuid"),
+    ("urgent", "bool"),
+    ("contact_id", "text"),
+    ("campaign_id", "text"),
+    ("job_id", "uuid"),
+    ("launch_id", "uuid"),
+    ("call_id", "text"),
+    ("operation_id", "uuid"),
+    ("reason", "text"),
+    ("detail", "text"),
+    ("assignee", "text"),
+    ("opened_at", "timestamptz"),
+    ("opened_by", "text"),
+    ("resolved_at", "timestamptz"),
+    ("resolved_by", "text"),
+    ("first_seen_at", "timestamptz"),
+    ("updated_at", "timestamptz"),
+];
+
 pub(super) async fn apply(
     conn: &mut PgConnection,
     tables: Tables,
     records: &[Located<'_>],
+    how: Write,
 ) -> Result<(), sqlx::Error> {
+    // Few: upserted however the exceptions are written.
     assignments(conn, tables, records).await?;
     let mut fold = Fold::default();
     for record in records {
@@ -128,34 +158,38 @@ pub(super) async fn apply(
         return Ok(());
     }
     let rows = fold.rows();
-    let insert = insert_unnest(
-        &tables.name("exceptions"),
-        &[
-            ("tenant_id", "text"),
-            ("exception_id", "uuid"),
-            ("exception_type", "text"),
-            ("status", "text"),
-            ("status_rank", "int2"),
-            ("status_at", "timestamptz"),
-            ("status_event_id", "uuid"),
-            ("urgent", "bool"),
-            ("contact_id", "text"),
-            ("campaign_id", "text"),
-            ("job_id", "uuid"),
-            ("launch_id", "uuid"),
-            ("call_id", "text"),
-            ("operation_id", "uuid"),
-            ("reason", "text"),
-            ("detail", "text"),
-            ("assignee", "text"),
-            ("opened_at", "timestamptz"),
-            ("opened_by", "text"),
-            ("resolved_at", "timestamptz"),
-            ("resolved_by", "text"),
-            ("first_seen_at", "timestamptz"),
-            ("updated_at", "timestamptz"),
-        ],
-    );
+    let table = tables.name("exceptions");
+    if how == Write::Copy {
+        let names: Vec<&str> = COLUMNS.iter().map(|(name, _)| *name).collect();
+        copy_rows(conn, &table, &names, rows, |f, r| {
+            f.text(Some(r.tenant_id))
+                .uuid(Some(r.exception_id))
+                .text(Some(r.exception_type))
+                .text(Some(r.status))
+                .int2(Some(r.status_rank))
+                .timestamp(Some(r.status_at))
+                .uuid(Some(r.status_event_id))
+                .bool(Some(r.urgent))
+                .text(Some(r.contact_id))
+                .text(r.campaign_id)
+                .uuid(r.job_id)
+                .uuid(r.launch_id)
+                .text(r.call_id)
+                .uuid(r.operation_id)
+                .text(Some(r.reason))
+                .text(r.detail)
+                .text(r.assignee)
+                .timestamp(r.opened_at)
+                .text(r.opened_by.as_deref())
+                .timestamp(r.resolved_at)
+                .text(r.resolved_by.as_deref())
+                .timestamp(Some(r.first_seen_at))
+                .timestamp(Some(r.updated_at));
+        })
+        .await?;
+        return Ok(());
+    }
+    let insert = insert_unnest(&table, COLUMNS);
     let sql = format!(
         "{insert}
          ON CONFLICT (tenant_id, exception_id) DO UPDATE SET

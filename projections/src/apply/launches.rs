@@ -14,9 +14,10 @@ use callstream_schemas::{AnyEvent, LaunchStatus, Timestamp};
 use sqlx::PgConnection;
 use uuid::Uuid;
 
+use super::copy::copy_rows;
 use super::fold::{col, first, first_non_null, insert_unnest_with, least, Fold, Merge};
 use super::simple::actor_label;
-use super::Located;
+use super::{Located, Write};
 use crate::view::Tables;
 
 /// Status ranks: an ambiguous launch is later reconciled to a definite one.
@@ -184,6 +185,7 @@ pub(super) async fn apply(
     conn: &mut PgConnection,
     tables: Tables,
     records: &[Located<'_>],
+    how: Write,
 ) -> Result<(), sqlx::Error> {
     let mut fold = Fold::default();
     for record in records {
@@ -194,7 +196,125 @@ pub(super) async fn apply(
     if fold.is_empty() {
         return Ok(());
     }
-    write(conn, tables, fold.rows()).await
+    match how {
+        Write::Upsert => write(conn, tables, fold.rows()).await,
+        Write::Copy => copy(conn, tables, fold.rows()).await,
+    }
+}
+
+/// `date_bin('10 minutes', at, 'epoch')`: the start of the 10-minute bucket of `at`.
+fn bucket_start(at: Timestamp) -> Timestamp {
+    const BUCKET_MICROS: i64 = 600_000_000;
+    let micros = at.timestamp_micros();
+    let start = micros - micros.rem_euclid(BUCKET_MICROS);
+    Timestamp::from_timestamp_micros(start).unwrap_or(at)
+}
+
+/// Writes launch rows and their delivery counts into tables that hold none of them (see
+/// [`Write::Copy`]): each launch with an acceptance counts once in its bucket, as the
+/// upsert's moves add up to from empty tables.
+async fn copy(
+    conn: &mut PgConnection,
+    tables: Tables,
+    rows: &[LaunchRow<'_>],
+) -> Result<(), sqlx::Error> {
+    let mut buckets: std::collections::BTreeMap<(&str, Timestamp), [i64; 4]> =
+        std::collections::BTreeMap::new();
+    for r in rows {
+        let Some(start) = r.accepted_at.map(bucket_start) else {
+            continue;
+        };
+        let counts = buckets.entry((r.tenant_id, start)).or_default();
+        let source = r.completion.map(|c| c.3);
+        counts[0] += 1;
+        counts[1] += i64::from(source == Some("live"));
+        counts[2] += i64::from(source == Some("recovery"));
+        counts[3] += i64::from(r.missing.is_some());
+    }
+    copy_rows(
+        conn,
+        &tables.name("launches"),
+        &[
+            "tenant_id",
+            "launch_id",
+            "job_id",
+            "contact_id",
+            "campaign_id",
+            "status",
+            "status_rank",
+            "status_at",
+            "status_event_id",
+            "provider",
+            "provider_call_id",
+            "accepted_at",
+            "bucket_start",
+            "completion_event_id",
+            "completed_at",
+            "outcome",
+            "completion_source",
+            "missing_event_id",
+            "missing_at",
+            "deadline_at",
+            "resolution",
+            "resolution_event_id",
+            "resolved_at",
+            "resolved_by",
+        ],
+        rows,
+        |f, r| {
+            f.text(Some(r.tenant_id))
+                .uuid(Some(r.launch_id))
+                .uuid(r.job_id)
+                .text(Some(r.contact_id))
+                .text(r.campaign_id)
+                .text(r.status.map(|s| s.0))
+                .int2(r.status.map(|s| s.1))
+                .timestamp(r.status.map(|s| s.2))
+                .uuid(r.status.map(|s| s.3))
+                .text(r.provider)
+                .text(r.provider_call_id)
+                .timestamp(r.accepted_at)
+                .timestamp(r.accepted_at.map(bucket_start))
+                .uuid(r.completion.map(|c| c.1))
+                .timestamp(r.completion.map(|c| c.0))
+                .text(r.completion.map(|c| c.2))
+                .text(r.completion.map(|c| c.3))
+                .uuid(r.missing.map(|m| m.1))
+                .timestamp(r.missing.map(|m| m.0))
+                .timestamp(r.missing.map(|m| m.2))
+                .text(r.resolution.as_ref().map(|r| r.2))
+                .uuid(r.resolution.as_ref().map(|r| r.1))
+                .timestamp(r.resolution.as_ref().map(|r| r.0))
+                .text(r.resolution.as_ref().map(|r| r.3.as_str()));
+        },
+    )
+    .await?;
+    if buckets.is_empty() {
+        return Ok(());
+    }
+    copy_rows(
+        conn,
+        &tables.name("delivery_buckets"),
+        &[
+            "tenant_id",
+            "bucket_start",
+            "accepted",
+            "delivered",
+            "recovered",
+            "missing",
+        ],
+        buckets,
+        |f, ((tenant, start), [accepted, delivered, recovered, missing])| {
+            f.text(Some(tenant))
+                .timestamp(Some(start))
+                .int8(Some(accepted))
+                .int8(Some(delivered))
+                .int8(Some(recovered))
+                .int8(Some(missing));
+        },
+    )
+    .await?;
+    Ok(())
 }
 
 /// Upserts the batch's launch rows and moves the delivery counts by what changed.

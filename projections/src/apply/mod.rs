@@ -18,6 +18,7 @@
 //! Table names come from [`Tables`], so the same code writes the live tables and a rebuild's.
 
 mod commands;
+mod copy;
 mod dead_letters;
 mod exceptions;
 mod fold;
@@ -42,6 +43,17 @@ pub struct Located<'a> {
     pub event: &'a AnyEvent,
 }
 
+/// How a view writes the rows it folded from a batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Write {
+    /// Multi-row upserts merged into whatever the tables hold (the live path).
+    Upsert,
+    /// Binary `COPY` (see [`copy`]): only for tables that hold none of the batch's rows
+    /// (a rebuild's first load into its empty tables), where it writes what the upserts
+    /// would. Views with little to write upsert all the same.
+    Copy,
+}
+
 /// Applies a batch of records (in the order they were read) to one view: its events, and
 /// for the dead-letters view the letters themselves (whatever their bytes).
 pub async fn apply(
@@ -51,16 +63,39 @@ pub async fn apply(
     records: &[Located<'_>],
     letters: &[&Decoded],
 ) -> Result<(), sqlx::Error> {
+    write(conn, view, tables, records, letters, Write::Upsert).await
+}
+
+/// [`apply`] into tables that hold none of the batch's rows yet (a rebuild's first load):
+/// the same rows, written with `COPY`.
+pub async fn load(
+    conn: &mut PgConnection,
+    view: View,
+    tables: Tables,
+    records: &[Located<'_>],
+    letters: &[&Decoded],
+) -> Result<(), sqlx::Error> {
+    write(conn, view, tables, records, letters, Write::Copy).await
+}
+
+async fn write(
+    conn: &mut PgConnection,
+    view: View,
+    tables: Tables,
+    records: &[Located<'_>],
+    letters: &[&Decoded],
+    how: Write,
+) -> Result<(), sqlx::Error> {
     if records.is_empty() && letters.is_empty() {
         return Ok(());
     }
     match view {
-        View::Jobs => jobs::apply(conn, tables, records).await,
-        View::Exceptions => exceptions::apply(conn, tables, records).await,
-        View::Slots => simple::slots(conn, tables, records).await,
-        View::Launches => launches::apply(conn, tables, records).await,
-        View::Audit => ops::audit(conn, tables, records).await,
-        View::Timeline => ops::timeline(conn, tables, records).await,
+        View::Jobs => jobs::apply(conn, tables, records, how).await,
+        View::Exceptions => exceptions::apply(conn, tables, records, how).await,
+        View::Slots => simple::slots(conn, tables, records, how).await,
+        View::Launches => launches::apply(conn, tables, records, how).await,
+        View::Audit => ops::audit(conn, tables, records, how).await,
+        View::Timeline => ops::timeline(conn, tables, records, how).await,
         View::Control => simple::control(conn, tables, records).await,
         View::Commands => commands::apply(conn, tables, records).await,
         View::DeadLetters => dead_letters::apply(conn, tables, letters, records).await,

@@ -9,8 +9,9 @@ use serde_json::Value;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
+use super::copy::copy_rows;
 use super::fold::{col, insert_unnest, Fold};
-use super::Located;
+use super::{Located, Write};
 use crate::view::Tables;
 
 /// The whole event as JSON (timestamps as epoch milliseconds, as the Avro types serialize).
@@ -166,6 +167,7 @@ pub(super) async fn timeline(
     conn: &mut PgConnection,
     tables: Tables,
     records: &[Located<'_>],
+    how: Write,
 ) -> Result<(), sqlx::Error> {
     let mut fold = Fold::default();
     for record in records {
@@ -177,24 +179,43 @@ pub(super) async fn timeline(
         return Ok(());
     }
     let rows = fold.rows();
-    let insert = insert_unnest(
-        &tables.name("contact_timeline"),
-        &[
-            ("tenant_id", "text"),
-            ("event_id", "uuid"),
-            ("contact_id", "text"),
-            ("occurred_at", "timestamptz"),
-            ("event_type", "text"),
-            ("what", "text"),
-            ("reason", "text"),
-            ("causation_id", "uuid"),
-            ("correlation_id", "uuid"),
-            ("topic", "text"),
-            ("partition", "int4"),
-            ("kafka_offset", "int8"),
-            ("event", "json"),
-        ],
-    );
+    let columns = [
+        ("tenant_id", "text"),
+        ("event_id", "uuid"),
+        ("contact_id", "text"),
+        ("occurred_at", "timestamptz"),
+        ("event_type", "text"),
+        ("what", "text"),
+        ("reason", "text"),
+        ("causation_id", "uuid"),
+        ("correlation_id", "uuid"),
+        ("topic", "text"),
+        ("partition", "int4"),
+        ("kafka_offset", "int8"),
+        ("event", "json"),
+    ];
+    let table = tables.name("contact_timeline");
+    if how == Write::Copy {
+        let names: Vec<&str> = columns.iter().map(|(name, _)| *name).collect();
+        copy_rows(conn, &table, &names, rows, |f, r| {
+            f.text(Some(r.tenant_id))
+                .uuid(Some(r.event_id))
+                .text(Some(&r.contact_id))
+                .timestamp(Some(r.occurred_at))
+                .text(Some(&r.event_type))
+                .text(r.what.as_deref())
+                .text(r.reason.as_deref())
+                .uuid(r.causation_id)
+                .uuid(r.correlation_id)
+                .text(Some(r.topic))
+                .int4(Some(r.partition))
+                .int8(Some(r.offset))
+                .json(Some(&r.event));
+        })
+        .await?;
+        return Ok(());
+    }
+    let insert = insert_unnest(&table, &columns);
     sqlx::query(&format!(
         "{insert} ON CONFLICT (tenant_id, event_id) DO NOTHING"
     ))
@@ -239,6 +260,7 @@ pub(super) async fn audit(
     conn: &mut PgConnection,
     tables: Tables,
     records: &[Located<'_>],
+    how: Write,
 ) -> Result<(), sqlx::Error> {
     let mut fold = Fold::default();
     for record in records {
@@ -254,24 +276,43 @@ pub(super) async fn audit(
         return Ok(());
     }
     let rows = fold.rows();
-    let insert = insert_unnest(
-        &tables.name("audit"),
-        &[
-            ("tenant_id", "text"),
-            ("event_id", "uuid"),
-            ("occurred_at", "timestamptz"),
-            ("actor_kind", "text"),
-            ("actor_id", "text"),
-            ("action", "text"),
-            ("subject_type", "text"),
-            ("subject_id", "text"),
-            ("contact_id", "text"),
-            ("command_id", "uuid"),
-            ("result", "text"),
-            ("reason", "text"),
-            ("detail", "text"),
-        ],
-    );
+    let columns = [
+        ("tenant_id", "text"),
+        ("event_id", "uuid"),
+        ("occurred_at", "timestamptz"),
+        ("actor_kind", "text"),
+        ("actor_id", "text"),
+        ("action", "text"),
+        ("subject_type", "text"),
+        ("subject_id", "text"),
+        ("contact_id", "text"),
+        ("command_id", "uuid"),
+        ("result", "text"),
+        ("reason", "text"),
+        ("detail", "text"),
+    ];
+    let table = tables.name("audit");
+    if how == Write::Copy {
+        let names: Vec<&str> = columns.iter().map(|(name, _)| *name).collect();
+        copy_rows(conn, &table, &names, rows, |f, r| {
+            f.text(Some(r.tenant_id))
+                .uuid(Some(r.event_id))
+                .timestamp(Some(r.occurred_at))
+                .text(Some(r.actor_kind))
+                .text(Some(r.actor_id))
+                .text(Some(&r.action))
+                .text(Some(r.subject_type))
+                .text(Some(&r.subject_id))
+                .text(r.contact_id)
+                .uuid(r.command_id)
+                .text(Some(r.result))
+                .text(r.reason)
+                .text(r.detail.as_deref());
+        })
+        .await?;
+        return Ok(());
+    }
+    let insert = insert_unnest(&table, &columns);
     sqlx::query(&format!(
         "{insert} ON CONFLICT (tenant_id, event_id) DO NOTHING"
     ))

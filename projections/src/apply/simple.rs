@@ -7,8 +7,9 @@ use callstream_schemas::{Actor, AnyEvent, ControlChange, ScheduleEventKind, Time
 use sqlx::PgConnection;
 use uuid::Uuid;
 
+use super::copy::copy_rows;
 use super::fold::{col, first, insert_unnest, Fold, Merge};
-use super::Located;
+use super::{Located, Write};
 use crate::view::Tables;
 
 /// `kind:id`, how views show an actor.
@@ -45,10 +46,13 @@ impl Merge for SlotRow<'_> {
 /// applied: in a batch, the bookings stored before it (one `UPDATE`, run before the
 /// batch's bookings are written) and the bookings the batch made before it (in memory),
 /// never one the batch makes after it, exactly as one-at-a-time application.
+///
+/// Written with `COPY` ([`Write::Copy`]) there are no stored bookings to cancel.
 pub(super) async fn slots(
     conn: &mut PgConnection,
     tables: Tables,
     records: &[Located<'_>],
+    how: Write,
 ) -> Result<(), sqlx::Error> {
     let mut fold: Fold<(&str, i64, Uuid), SlotRow<'_>> = Fold::default();
     let mut slots_of_job: HashMap<(&str, Uuid), Vec<i64>> = HashMap::new();
@@ -93,6 +97,34 @@ pub(super) async fn slots(
         fold.add(key, row);
     }
     let table = tables.name("slots");
+    if how == Write::Copy {
+        let rows = fold.rows();
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let columns = [
+            "tenant_id",
+            "slot",
+            "job_id",
+            "slot_at",
+            "contact_id",
+            "campaign_id",
+            "allocated",
+            "cancelled",
+        ];
+        copy_rows(conn, &table, &columns, rows, |f, r| {
+            f.text(Some(r.tenant_id))
+                .int8(Some(r.slot))
+                .uuid(Some(r.job_id))
+                .timestamp(r.slot_at)
+                .text(Some(r.contact_id))
+                .text(Some(r.campaign_id))
+                .bool(Some(r.allocated))
+                .bool(Some(r.cancelled));
+        })
+        .await?;
+        return Ok(());
+    }
     if !stored_cancels.is_empty() {
         let (tenants, jobs): (Vec<&str>, Vec<Uuid>) = stored_cancels.into_iter().unzip();
         let sql = format!(

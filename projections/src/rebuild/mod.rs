@@ -3,9 +3,15 @@
 //!
 //! Guarantees:
 //! - The rebuilt tables are built by the same code as the live ones, with their own
-//!   offsets (`jobs__rebuild` in `projection_offsets`), exactly once, in bigger batches
-//!   (`rebuild_batch_records`) committed while the next is read, and without their
+//!   offsets (`jobs__rebuild` in `projection_offsets`), exactly once, and without their
 //!   secondary indexes until the bulk is in (see [`tables`]).
+//! - The log is read in chunks of up to `rebuild_fold_records` records (the bound on what
+//!   a rebuild holds in memory). Each view folds a whole chunk into one change per row in
+//!   memory (as it folds a live batch, see `apply::fold`) and writes each row once. The
+//!   first chunk goes into the empty tables with binary `COPY` (`apply::Write::Copy`);
+//!   later chunks, if the log is longer, are merged with the live path's upserts. Every
+//!   view writes a chunk on a connection of its own, in one transaction with its offsets,
+//!   while the next chunk is read.
 //! - The swap is one transaction: it locks the live view's offsets (so the live runner
 //!   waits between two batches), applies whatever the live view has and the rebuild has
 //!   not yet read, renames the tables and moves the offsets. Readers see the old tables or
@@ -24,7 +30,7 @@ use sqlx::postgres::PgPool;
 use crate::commit::{Pauser, Pipeline};
 use crate::config::ProjectionsConfig;
 use crate::error::{is_transient, ProjectionError};
-use crate::runner::{lazy_pool, migrate_if_behind, topics_of};
+use crate::runner::{migrate_if_behind, topics_of};
 use crate::source::{Source, TopicNames, TopicPartition};
 use crate::store::{self, Decoded, Mode, Stats};
 use crate::view::{Tables, View};
@@ -53,7 +59,7 @@ pub async fn rebuild(
     } else {
         views.to_vec()
     };
-    let pool = lazy_pool(&config.database_url)?;
+    let pool = rebuild_pool(&config.database_url, views.len())?;
     if config.migrate {
         migrate_if_behind(&pool).await?;
     }
@@ -93,22 +99,34 @@ pub async fn rebuild(
     // Where the rebuild has read to, per partition: the next offset.
     let mut position: HashMap<TopicPartition, i64> = HashMap::new();
     let mut records = 0u64;
+    // Every view in a lane of its own: the views write a chunk in parallel.
     let mut pipeline = Pipeline::new(
         pool.clone(),
         &views,
-        config.commit_lanes,
+        views.len(),
         Tables::Rebuild,
         stats.clone(),
         &Pauser::new(&config),
         None,
     );
+    let fold_records = config.rebuild_fold_records.max(1);
+    let mut chunk: Vec<Decoded> = Vec::new();
+    // The tables are empty until the first chunk is in.
+    let mut mode = Mode::Load;
     loop {
-        if caught_up(&source, &ends, &position) {
-            break;
+        let done = caught_up(&source, &ends, &position);
+        if done || chunk.len() >= fold_records {
+            if !chunk.is_empty() {
+                pipeline.submit_in(std::mem::take(&mut chunk), mode).await?;
+                mode = Mode::Fast;
+            }
+            if done {
+                break;
+            }
         }
         let batch = source
             .next_batch(
-                config.rebuild_batch_records,
+                config.rebuild_batch_records.min(fold_records - chunk.len()),
                 config.batch_max_wait,
                 Duration::from_millis(200),
             )
@@ -120,8 +138,7 @@ pub async fn rebuild(
         records += batch.records.len() as u64;
         bar.inc(batch.records.len() as u64);
         store::wait_for_schemas(&batch.records).await;
-        let decoded = store::decode(batch.records, source.names(), &stats);
-        pipeline.submit(decoded).await?;
+        chunk.extend(store::decode(batch.records, source.names(), &stats));
     }
     pipeline.flush().await?;
     bar.set_message("indexing");
@@ -145,6 +162,14 @@ pub async fn rebuild(
         undecodable,
         elapsed: started.elapsed(),
     })
+}
+
+/// A connection per view (each writes its chunks on its own) and one for the swap.
+fn rebuild_pool(database_url: &str, views: usize) -> Result<PgPool, ProjectionError> {
+    Ok(sqlx::postgres::PgPoolOptions::new()
+        .max_connections(u32::try_from(views + 1).unwrap_or(u32::MAX))
+        .acquire_timeout(Duration::from_secs(5))
+        .connect_lazy(database_url)?)
 }
 
 fn note_positions(

@@ -22,9 +22,9 @@ use callstream_schemas::{
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use self::rows::{write_jobs, write_links, JobRow, LinkRow};
+use self::rows::{copy_jobs, copy_links, write_jobs, write_links, JobRow, LinkRow, MergedLink};
 use super::fold::Fold;
-use super::Located;
+use super::{Located, Write};
 use crate::view::Tables;
 
 const REQUESTED: (&str, i16) = ("requested", 1);
@@ -51,6 +51,7 @@ pub(super) async fn apply(
     conn: &mut PgConnection,
     tables: Tables,
     records: &[Located<'_>],
+    how: Write,
 ) -> Result<(), sqlx::Error> {
     let mut jobs = Jobs::default();
     let mut links = Links::default();
@@ -65,7 +66,14 @@ pub(super) async fn apply(
             _ => {}
         }
     }
-    let merged = write_links(conn, tables, links.rows()).await?;
+    let merged = match how {
+        Write::Upsert => write_links(conn, tables, links.rows()).await?,
+        // Empty tables: the rows as stored are the folded ones.
+        Write::Copy => {
+            copy_links(conn, tables, links.rows()).await?;
+            links.rows().iter().map(MergedLink::from).collect()
+        }
+    };
     // Every launch the batch touched that now has both its job and a completion completes
     // that job. The fold keeps the greatest completion whatever the position, so adding
     // them after the batch's own changes gives the rows of applying them in place.
@@ -90,7 +98,10 @@ pub(super) async fn apply(
         change.launch_id = Some(link.launch_id);
         jobs.add((batch_link.tenant_id, job_id), change);
     }
-    write_jobs(conn, tables, jobs.rows()).await
+    match how {
+        Write::Upsert => write_jobs(conn, tables, jobs.rows()).await,
+        Write::Copy => copy_jobs(conn, tables, jobs.rows()).await,
+    }
 }
 
 fn add<'a>(jobs: &mut Jobs<'a>, change: JobRow<'a>) {

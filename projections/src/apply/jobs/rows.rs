@@ -7,6 +7,7 @@ use callstream_schemas::Timestamp;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
+use crate::apply::copy::copy_rows;
 use crate::apply::fold::{col, first, first_non_null, insert_unnest, take_if_newer, Merge};
 use crate::view::Tables;
 
@@ -100,6 +101,87 @@ impl Merge for JobRow<'_> {
     }
 }
 
+/// The bound columns of `jobs` (`planned_at` is generated), in the order both writes use.
+const JOB_COLUMNS: &[(&str, &str)] = &[
+    ("tenant_id", "text"),
+    ("job_id", "uuid"),
+    ("contact_id", "text"),
+    ("campaign_id", "text"),
+    ("origin", "text"),
+    ("attempt", "int4"),
+    ("state", "text"),
+    ("state_rank", "int2"),
+    ("state_at", "timestamptz"),
+    ("state_event_id", "uuid"),
+    ("reason", "text"),
+    ("reason_detail", "text"),
+    ("plan_reason", "text"),
+    ("outcome", "text"),
+    ("earliest_at", "timestamptz"),
+    ("requested_at", "timestamptz"),
+    ("slot", "int8"),
+    ("slot_at", "timestamptz"),
+    ("time_zone", "text"),
+    ("time_zone_source", "text"),
+    ("replaces_job_id", "uuid"),
+    ("replaced_by_job_id", "uuid"),
+    ("launch_id", "uuid"),
+    ("provider_call_id", "text"),
+    ("created_at", "timestamptz"),
+    ("updated_at", "timestamptz"),
+];
+
+fn names(columns: &[(&'static str, &str)]) -> Vec<&'static str> {
+    columns.iter().map(|(name, _)| *name).collect()
+}
+
+/// Writes job rows into a table that holds none of them (see [`crate::apply::Write::Copy`]).
+pub(super) async fn copy_jobs(
+    conn: &mut PgConnection,
+    tables: Tables,
+    rows: &[JobRow<'_>],
+) -> Result<(), sqlx::Error> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    copy_rows(
+        conn,
+        &tables.name("jobs"),
+        &names(JOB_COLUMNS),
+        rows,
+        |f, r| {
+            f.text(Some(r.tenant_id))
+                .uuid(Some(r.job_id))
+                .text(Some(r.contact_id))
+                .text(r.campaign_id)
+                .text(r.origin)
+                .int4(r.attempt)
+                .text(Some(r.state))
+                .int2(Some(r.state_rank))
+                .timestamp(Some(r.state_at))
+                .uuid(Some(r.state_event_id))
+                .text(r.reason)
+                .text(r.reason_detail)
+                .text(r.plan_reason)
+                .text(r.outcome)
+                .timestamp(r.earliest_at)
+                .timestamp(r.requested_at)
+                .int8(r.slot)
+                .timestamp(r.slot_at)
+                .text(r.time_zone)
+                .text(r.time_zone_source)
+                .uuid(r.replaces_job_id)
+                .uuid(r.replaced_by_job_id)
+                .uuid(r.launch_id)
+                .text(r.provider_call_id)
+                .timestamp(Some(r.created_at))
+                .timestamp(Some(r.updated_at));
+        },
+    )
+    .await?;
+    Ok(())
+}
+
 /// Upserts every job row of a batch in one statement.
 pub(super) async fn write_jobs(
     conn: &mut PgConnection,
@@ -109,37 +191,7 @@ pub(super) async fn write_jobs(
     if rows.is_empty() {
         return Ok(());
     }
-    let insert = insert_unnest(
-        &tables.name("jobs"),
-        &[
-            ("tenant_id", "text"),
-            ("job_id", "uuid"),
-            ("contact_id", "text"),
-            ("campaign_id", "text"),
-            ("origin", "text"),
-            ("attempt", "int4"),
-            ("state", "text"),
-            ("state_rank", "int2"),
-            ("state_at", "timestamptz"),
-            ("state_event_id", "uuid"),
-            ("reason", "text"),
-            ("reason_detail", "text"),
-            ("plan_reason", "text"),
-            ("outcome", "text"),
-            ("earliest_at", "timestamptz"),
-            ("requested_at", "timestamptz"),
-            ("slot", "int8"),
-            ("slot_at", "timestamptz"),
-            ("time_zone", "text"),
-            ("time_zone_source", "text"),
-            ("replaces_job_id", "uuid"),
-            ("replaced_by_job_id", "uuid"),
-            ("launch_id", "uuid"),
-            ("provider_call_id", "text"),
-            ("created_at", "timestamptz"),
-            ("updated_at", "timestamptz"),
-        ],
-    );
+    let insert = insert_unnest(&tables.name("jobs"), JOB_COLUMNS);
     let sql = format!(
         "{insert}
          ON CONFLICT (tenant_id, job_id) DO UPDATE SET
@@ -280,6 +332,56 @@ impl Merge for LinkRow<'_> {
     }
 }
 
+impl From<&LinkRow<'_>> for MergedLink {
+    fn from(r: &LinkRow<'_>) -> Self {
+        Self {
+            tenant_id: r.tenant_id.to_owned(),
+            launch_id: r.launch_id,
+            job_id: r.job_id,
+            completion_event_id: r.completion_event_id,
+            completion_at: r.completion_at,
+            outcome: r.outcome.map(str::to_owned),
+        }
+    }
+}
+
+const LINK_COLUMNS: &[(&str, &str)] = &[
+    ("tenant_id", "text"),
+    ("launch_id", "uuid"),
+    ("job_id", "uuid"),
+    ("completion_event_id", "uuid"),
+    ("completion_at", "timestamptz"),
+    ("outcome", "text"),
+];
+
+/// Writes launch links into a table that holds none of them (see
+/// [`crate::apply::Write::Copy`]).
+pub(super) async fn copy_links(
+    conn: &mut PgConnection,
+    tables: Tables,
+    rows: &[LinkRow<'_>],
+) -> Result<(), sqlx::Error> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    copy_rows(
+        conn,
+        &tables.name("job_launches"),
+        &names(LINK_COLUMNS),
+        rows,
+        |f, r| {
+            f.text(Some(r.tenant_id))
+                .uuid(Some(r.launch_id))
+                .uuid(r.job_id)
+                .uuid(r.completion_event_id)
+                .timestamp(r.completion_at)
+                .text(r.outcome);
+        },
+    )
+    .await?;
+    Ok(())
+}
+
 /// A `job_launches` row as stored after a batch's upsert.
 #[derive(Debug, sqlx::FromRow)]
 pub(super) struct MergedLink {
@@ -301,17 +403,7 @@ pub(super) async fn write_links(
     if rows.is_empty() {
         return Ok(Vec::new());
     }
-    let insert = insert_unnest(
-        &tables.name("job_launches"),
-        &[
-            ("tenant_id", "text"),
-            ("launch_id", "uuid"),
-            ("job_id", "uuid"),
-            ("completion_event_id", "uuid"),
-            ("completion_at", "timestamptz"),
-            ("outcome", "text"),
-        ],
-    );
+    let insert = insert_unnest(&tables.name("job_launches"), LINK_COLUMNS);
     // A NULL incoming completion never wins: the row comparison with NULLs is NULL.
     let greater = "t.completion_at IS NULL OR (EXCLUDED.completion_at, EXCLUDED.completion_event_id) > (t.completion_at, t.completion_event_id)";
     let sql = format!(
