@@ -9,6 +9,7 @@
 
 mod support;
 
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
@@ -393,4 +394,103 @@ async fn a_transaction_the_broker_timed_out_fences_the_stalled_instance_and_the_
         "outputs: {all:?}"
     );
     Ok(())
+}
+
+/// A partition is never handled without every co-partitioned input. A consumer in the
+/// processor's group subscribed to one input only (what a group leader missing a topic from
+/// its metadata assigns, as after a broker's death) takes half of that input's partitions
+/// under the range assignor; the runtime holds its partitions that lack that input (no
+/// task, nothing handled), asks the group again while they lack it, and handles them, once
+/// each, when the other member leaves and the assignment is whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partition_without_all_its_inputs_is_held_until_the_assignment_is_whole() -> Result<()> {
+    const PARTS: i32 = 4;
+    let app = unique_name("rt-whole");
+    let (left, right, output) = (
+        format!("{app}-left"),
+        format!("{app}-right"),
+        format!("{app}-out"),
+    );
+    create_topic(&left, PARTS).await?;
+    create_topic(&right, PARTS).await?;
+    create_topic(&output, PARTS).await?;
+
+    // The other member: in the processor's group, subscribed to `right` only.
+    let other: rdkafka::consumer::BaseConsumer = client_config()
+        .set("group.id", &app)
+        .set("partition.assignment.strategy", "range")
+        .set("client.id", "right-only")
+        .create()?;
+    rdkafka::consumer::Consumer::subscribe(&other, &[right.as_str()])?;
+    let other = Arc::new(std::sync::Mutex::new(other));
+    let polling = Arc::new(AtomicBool::new(true));
+    let poller = {
+        let (other, polling) = (other.clone(), polling.clone());
+        std::thread::spawn(move || {
+            while polling.load(Ordering::SeqCst) {
+                let consumer = other.lock().unwrap();
+                let _ = consumer.poll(Duration::from_millis(100));
+            }
+        })
+    };
+
+    // One record per partition of `left`, keyed by its partition.
+    let records = producer()?;
+    for partition in 0..PARTS {
+        let key = format!("p{partition}");
+        records
+            .send(
+                rdkafka::producer::FutureRecord::to(&left)
+                    .key(&key)
+                    .payload(&key)
+                    .partition(partition),
+                Duration::from_secs(30),
+            )
+            .await
+            .map_err(|(e, _)| e)?;
+    }
+
+    let (processor, spec) = counting(&app, &left, &output);
+    let watched = Watched::start(processor, spec.input(&right), |_| {});
+    // The group settles with `right` split between the two members.
+    let owners = await_assignment(&app, &right, Duration::from_secs(60), |o| {
+        o.get("right-only").is_some_and(|p| !p.is_empty()) && o.len() == 2
+    })
+    .await?;
+    let held: BTreeSet<i32> = owners["right-only"].clone();
+    let whole: BTreeSet<i32> = (0..PARTS).filter(|p| !held.contains(p)).collect();
+    ensure!(
+        !whole.is_empty(),
+        "the runtime got no whole partition: {owners:?}"
+    );
+
+    // The whole partitions' records are handled; then, after the runtime has asked the group
+    // again at least once (the other member still holding its half), the held ones are not.
+    let first = read_partitions(&output, PARTS, whole.len(), Duration::from_secs(60)).await?;
+    tokio::time::sleep(Duration::from_secs(25)).await;
+    let first_and_more =
+        read_partitions(&output, PARTS, first.len(), Duration::from_secs(30)).await?;
+    let handled: BTreeSet<String> = first_and_more.iter().map(|(k, _)| k.clone()).collect();
+    let expected: BTreeSet<String> = whole.iter().map(|p| format!("p{p}")).collect();
+    ensure!(
+        handled == expected,
+        "with {held:?} of `right` elsewhere, the runtime handled {handled:?}; only {expected:?} \
+         have both inputs"
+    );
+
+    // The other member leaves: the assignment is whole, and everything is handled once.
+    polling.store(false, Ordering::SeqCst);
+    poller
+        .join()
+        .map_err(|_| anyhow::anyhow!("the poller panicked"))?;
+    drop(other);
+    let all = read_partitions(&output, PARTS, PARTS as usize, Duration::from_secs(120)).await?;
+    let mut keys: Vec<String> = all.iter().map(|(k, _)| k.clone()).collect();
+    keys.sort();
+    let wanted: Vec<String> = (0..PARTS).map(|p| format!("p{p}")).collect();
+    ensure!(
+        keys == wanted,
+        "handled {keys:?}, wanted each of {wanted:?} once"
+    );
+    watched.stop()
 }

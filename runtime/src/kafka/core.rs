@@ -33,6 +33,10 @@ mod txn;
 /// Most timers fired in one loop turn, so records keep flowing.
 const MAX_TIMERS_PER_TURN: usize = 10_000;
 
+/// How long partitions assigned without all their co-partitioned inputs are held before the
+/// consumer asks its group again (and again after as long, while it lasts).
+const INCOMPLETE_ASSIGNMENT_REJOIN: Duration = Duration::from_secs(20);
+
 pub(crate) struct Core {
     producer: ThreadedProducer<rdkafka::producer::DefaultProducerContext>,
     spec: ProcessorSpec,
@@ -53,6 +57,10 @@ pub(crate) struct Core {
     /// First offset seen (and not handled) per input partition while its
     /// task was being restored; the consumer seeks back there.
     skipped: HashMap<(String, i32), i64>,
+    /// Partitions assigned without every co-partitioned input (see
+    /// [`Core::on_assign`]): held paused, no task; and since when.
+    incomplete: BTreeSet<i32>,
+    incomplete_since: Option<Instant>,
     offsets: OffsetTracker,
     txn_started: Option<Instant>,
     txn_records: usize,
@@ -87,6 +95,8 @@ impl Core {
             joined: false,
             revoked: Vec::new(),
             skipped: HashMap::new(),
+            incomplete: BTreeSet::new(),
+            incomplete_since: None,
             offsets: OffsetTracker::default(),
             txn_started: None,
             txn_records: 0,
@@ -165,24 +175,63 @@ impl Core {
     }
 
     /// Partitions were assigned: hold them until their state is restored.
+    ///
+    /// A task needs every input of its partition: handling one co-partitioned input
+    /// without the other (call events without the launch requests that made their jobs)
+    /// would decide on half the facts. The range assignor gives each member the same
+    /// partitions of every input, but a group leader that computes the assignment while a
+    /// topic is missing from its metadata (a broker just back, answering before it caught
+    /// up) leaves that topic out, and librdkafka only notices at its next metadata refresh.
+    /// Such partitions are held paused, without a task, and said; the event loop asks the
+    /// group again ([`Core::rejoin_if_incomplete`]) until the assignment is whole.
     pub fn on_assign<C: ConsumerContext>(
         &mut self,
         consumer: &BaseConsumer<C>,
         assigned: &TopicPartitionList,
     ) {
-        let partitions = partitions_of(assigned);
         // An assignment, even an empty one, means the group has been joined.
         self.joined = true;
-        if partitions.is_empty() {
+        if assigned.count() == 0 {
+            return;
+        }
+        if let Err(error) = consumer.pause(assigned) {
+            warn!(%error, "pausing assigned partitions failed");
+        }
+        let (whole, incomplete) = whole_partitions(assigned, &self.spec.inputs);
+        if !incomplete.is_empty() {
+            error!(app = %self.spec.app_id, assigned = %describe(assigned), ?incomplete,
+                "partitions assigned without all their co-partitioned inputs; holding them \
+                 (no task) and asking the group again");
+            self.incomplete.extend(incomplete);
+            self.incomplete_since.get_or_insert_with(Instant::now);
+        }
+        if whole.is_empty() {
             return;
         }
         // Not ready until these are restored (the event loop says when).
         self.config.metrics.set_ready(false);
-        info!(app = %self.spec.app_id, ?partitions, "partitions assigned; restoring their state");
-        if let Err(error) = consumer.pause(assigned) {
-            warn!(%error, "pausing assigned partitions failed");
+        info!(app = %self.spec.app_id, partitions = ?whole, assigned = %describe(assigned),
+            "partitions assigned; restoring their state");
+        self.pending_restore.extend(whole);
+    }
+
+    /// Held partitions (assigned without all their inputs) for a while: subscribing again
+    /// makes the consumer rejoin its group, and the leader assign afresh from current
+    /// metadata.
+    pub fn rejoin_if_incomplete<C: ConsumerContext>(&mut self, consumer: &BaseConsumer<C>) {
+        let Some(since) = self.incomplete_since else {
+            return;
+        };
+        if since.elapsed() < INCOMPLETE_ASSIGNMENT_REJOIN {
+            return;
         }
-        self.pending_restore.extend(partitions);
+        self.incomplete_since = Some(Instant::now());
+        warn!(app = %self.spec.app_id, incomplete = ?self.incomplete,
+            "the assignment is still incomplete; rejoining the group");
+        let inputs: Vec<&str> = self.spec.inputs.iter().map(String::as_str).collect();
+        if let Err(error) = consumer.subscribe(&inputs) {
+            warn!(%error, "subscribing again failed; trying again later");
+        }
     }
 
     /// Partitions are being revoked: finish the transaction (abort it if the
@@ -208,6 +257,10 @@ impl Core {
                 self.revoked.push(*partition);
             }
             self.pending_restore.remove(partition);
+            self.incomplete.remove(partition);
+        }
+        if self.incomplete.is_empty() {
+            self.incomplete_since = None;
         }
         self.skipped.retain(|(_, p), _| !partitions.contains(p));
         self.offsets.forget_partitions(&partitions);
@@ -258,6 +311,10 @@ impl Core {
     fn begin(&mut self) -> bool {
         if self.txn_started.is_some() {
             return true;
+        }
+        // These clients are done (the loop ends this turn): nothing more is begun.
+        if self.fatal.is_some() {
+            return false;
         }
         let begun = match self.config.guarantee {
             Guarantee::ExactlyOnce => self.producer.begin_transaction(),
@@ -384,6 +441,47 @@ impl Core {
     }
 }
 
+/// The partitions of `assigned` that come with every one of `inputs`, and those that do not.
+fn whole_partitions(assigned: &TopicPartitionList, inputs: &[String]) -> (Vec<i32>, Vec<i32>) {
+    let mut topics: BTreeMap<i32, BTreeSet<String>> = BTreeMap::new();
+    for element in assigned.elements() {
+        topics
+            .entry(element.partition())
+            .or_default()
+            .insert(element.topic().to_string());
+    }
+    topics
+        .into_iter()
+        .map(|(partition, topics)| {
+            let whole = inputs.iter().all(|input| topics.contains(input));
+            (partition, whole)
+        })
+        .fold((Vec::new(), Vec::new()), |(mut whole, mut not), (p, ok)| {
+            if ok {
+                whole.push(p)
+            } else {
+                not.push(p)
+            }
+            (whole, not)
+        })
+}
+
+/// `topic[0,1,2] other[0,1,2]`: an assignment, short enough for a log line.
+fn describe(list: &TopicPartitionList) -> String {
+    let mut by_topic: BTreeMap<String, Vec<i32>> = BTreeMap::new();
+    for element in list.elements() {
+        by_topic
+            .entry(element.topic().to_string())
+            .or_default()
+            .push(element.partition());
+    }
+    by_topic
+        .iter()
+        .map(|(topic, partitions)| format!("{topic}{partitions:?}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 fn partitions_of(list: &TopicPartitionList) -> Vec<i32> {
     let set: BTreeSet<i32> = list.elements().iter().map(|e| e.partition()).collect();
     set.into_iter().collect()
@@ -394,4 +492,40 @@ fn partitions_of(list: &TopicPartitionList) -> Vec<i32> {
 /// the broker.
 pub(crate) fn lock(core: &Mutex<Core>) -> MutexGuard<'_, Core> {
     core.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn list(pairs: &[(&str, i32)]) -> TopicPartitionList {
+        let mut list = TopicPartitionList::new();
+        for (topic, partition) in pairs {
+            list.add_partition(topic, *partition);
+        }
+        list
+    }
+
+    #[test]
+    fn a_partition_needs_every_input_to_be_whole() {
+        let inputs = vec!["events".to_string(), "commands".to_string()];
+        let assigned = list(&[
+            ("events", 0),
+            ("commands", 0),
+            ("events", 1),
+            ("commands", 2),
+        ]);
+        assert_eq!(whole_partitions(&assigned, &inputs), (vec![0], vec![1, 2]));
+        assert_eq!(
+            describe(&assigned),
+            "commands[0, 2] events[0, 1]".to_string()
+        );
+    }
+
+    #[test]
+    fn one_input_is_always_whole() {
+        let inputs = vec!["events".to_string()];
+        let assigned = list(&[("events", 3), ("events", 1)]);
+        assert_eq!(whole_partitions(&assigned, &inputs), (vec![1, 3], vec![]));
+    }
 }

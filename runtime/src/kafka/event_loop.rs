@@ -133,6 +133,7 @@ pub(super) fn event_loop<P: Processor>(
         }
         core.fire_timers(processor, config.clock.now_ms());
         core.maybe_commit(consumer);
+        core.rejoin_if_incomplete(consumer);
         core.update_readiness();
         core.take_fatal()?;
         executor.start(app_id, core.take_ready_effects());

@@ -58,6 +58,8 @@ fn init_transactions<C: ProducerContext>(
 
 /// How many times in [`REPLACEMENT_WINDOW`] the runtime replaces clients the cluster refused
 /// before it gives up and exits for the supervisor.
+/// Few enough that two instances fencing each other (the same `group.instance.id` twice, a
+/// deployment's mistake that looks the same to the consumer) give up within a minute.
 const MAX_REPLACEMENTS: usize = 5;
 const REPLACEMENT_WINDOW: Duration = Duration::from_secs(600);
 
@@ -206,7 +208,7 @@ fn run_clients<P: Processor>(
         // producer still can, and report the error.
         Err(_) => {
             let mut core = lock(&core);
-            core.abort();
+            core.abandon();
             // Their state goes with these clients: the processor hears so, as on a revocation.
             for partition in core.installed() {
                 processor.on_revoke(partition);

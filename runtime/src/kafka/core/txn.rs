@@ -3,6 +3,7 @@
 //! offsets), and the producer calls both rely on. A child module of `core`
 //! so it works on the open transaction's state directly.
 
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext};
@@ -16,6 +17,8 @@ use crate::error::RuntimeError;
 use crate::kafka::Guarantee;
 
 const TXN_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long an abort is retried (see [`Core::abort_transaction`]).
+const ABORT_GIVE_UP: Duration = Duration::from_secs(180);
 
 impl Core {
     /// Commits when the policy says so.
@@ -151,20 +154,30 @@ impl Core {
     /// Aborts the open transaction and rolls every task back to its last
     /// committed state. The caller rewinds the consumer.
     pub fn abort(&mut self) {
+        self.abort_with(true);
+    }
+
+    /// [`Core::abort`] for clients that are done (after a fatal error): one attempt, as
+    /// the next clients' `init_transactions` aborts whatever is left open anyway.
+    pub fn abandon(&mut self) {
+        self.abort_with(false);
+    }
+
+    fn abort_with(&mut self, retry: bool) {
         if self.txn_started.is_none() {
             return;
         }
         let aborted = match self.config.guarantee {
-            Guarantee::ExactlyOnce => self.producer.abort_transaction(TXN_TIMEOUT),
+            Guarantee::ExactlyOnce => self.abort_transaction(retry),
             // Nothing to abort: what was sent stays sent (at least once).
             Guarantee::AtLeastOnce => Ok(()),
         };
         if let Err(error) = aborted {
-            if is_fatal(&error) {
-                self.fatal(error);
-            } else {
-                warn!(app = %self.spec.app_id, %error, "abort failed");
-            }
+            // The producer's transaction is in a state no later call can leave (librdkafka
+            // refuses to begin another while an abort is unfinished): these clients are
+            // done. New ones abort whatever is open when their `init_transactions` fences it.
+            warn!(app = %self.spec.app_id, %error, "abort failed; these clients cannot go on");
+            self.fatal(error);
         }
         for task in self.tasks.values_mut() {
             task.rollback();
@@ -175,6 +188,28 @@ impl Core {
         self.txn_failed = false;
         self.commit_requested = false;
         self.config.metrics.aborts.inc();
+    }
+
+    /// `abort_transaction`, called again while it times out retriably, as librdkafka asks
+    /// ("retry call to resume"): while a broker is dead its transaction coordinator may take
+    /// longer than one call's timeout to answer. Gives up after [`ABORT_GIVE_UP`], or when
+    /// shutdown is asked for (or at once when `retry` is false), with the last error.
+    fn abort_transaction(&self, retry: bool) -> Result<(), KafkaError> {
+        let started = Instant::now();
+        loop {
+            match self.producer.abort_transaction(TXN_TIMEOUT) {
+                Err(KafkaError::Transaction(e))
+                    if retry
+                        && e.is_retriable()
+                        && started.elapsed() < ABORT_GIVE_UP
+                        && !self.config.shutdown.load(Ordering::Relaxed) =>
+                {
+                    warn!(app = %self.spec.app_id, error = %e,
+                        waited_s = started.elapsed().as_secs(), "abort retriable; retrying");
+                }
+                other => return other,
+            }
+        }
     }
 
     /// Seeks every assigned input partition back to its committed offset.
