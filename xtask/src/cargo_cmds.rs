@@ -161,11 +161,21 @@ pub fn run_topics_create(layout: &Layout) -> Result<Topics> {
 /// does (a role that would not start, an error); a run that did not settle still prints its
 /// summary and fails its `settled` invariant.
 pub fn demo(layout: &Layout, args: &[String]) -> Result<()> {
-    stack::up(layout)?;
-    // Builds `callstream` too (debug: the tests build the same binary).
-    if create_topics(layout)? == Topics::BuildFailed {
-        bail!("`callstream` does not build, so the demo cannot run");
+    // The stack starts (and on a fresh machine is fetched) while `callstream` builds: one
+    // waits mostly on the network, the other on the CPU.
+    let stack_up = {
+        let layout = layout.clone();
+        std::thread::spawn(move || stack::up(&layout))
+    };
+    // Debug, as the tests build it: one build serves both README commands.
+    let status = build_callstream(layout)?;
+    stack_up
+        .join()
+        .map_err(|_| anyhow::anyhow!("starting the stack panicked"))??;
+    if !status.success() {
+        bail!("`callstream` does not build ({status}), so the demo cannot run");
     }
+    run_topics_create(layout)?;
     // The main job is a soak's short form: a morning on the scaled clock with production
     // settings; the user's arguments win over the preset's.
     crate::soak::run_built(

@@ -2,6 +2,10 @@
 //!
 //! Nothing is written outside it (apart from Maven's own cache, ~/.m2), so `reset` can wipe the
 //! stack's data by deleting directories under it, and two checkouts never share a broker's data.
+//! One exception: run as root, the Postgres servers run as the `postgres` OS user, who must
+//! enter every folder above their files. A checkout in a private folder (root's home, mode
+//! 0700) keeps those files in `/var/lib/callstream-dev/<checkout>-<hash>/` instead
+//! ([`Layout::server_state`]), one folder per checkout.
 
 use std::path::{Path, PathBuf};
 
@@ -27,6 +31,9 @@ pub fn database_url() -> String {
 pub struct Layout {
     pub repo: PathBuf,
     pub stack: PathBuf,
+    /// Where the Postgres servers' files live: `stack`, unless the `postgres` OS user cannot
+    /// reach it (see the module's doc).
+    pub server_state: PathBuf,
 }
 
 impl Layout {
@@ -39,7 +46,16 @@ impl Layout {
 
     pub fn at(repo: PathBuf) -> Self {
         let stack = repo.join(".stack");
-        Self { repo, stack }
+        let server_state = if crate::debian::running_as_root() && !others_can_enter(&repo) {
+            private_checkout_server_state(&repo)
+        } else {
+            stack.clone()
+        };
+        Self {
+            repo,
+            stack,
+            server_state,
+        }
     }
 
     /// Committed inputs: the pom and log4j2 configs of the Kafka distribution we run.
@@ -98,7 +114,12 @@ impl Layout {
     }
 
     pub fn postgres_dir(&self) -> PathBuf {
-        self.stack.join("postgres")
+        self.server_state.join("postgres")
+    }
+    /// The cluster's Postgres (TLS, SCRAM): `.stack/cluster/postgres` unless the checkout is
+    /// private.
+    pub fn cluster_postgres_dir(&self) -> PathBuf {
+        self.server_state.join("cluster").join("postgres")
     }
     pub fn postgres_data(&self) -> PathBuf {
         self.postgres_dir().join("data")
@@ -136,5 +157,63 @@ impl Layout {
             .unwrap_or(path)
             .display()
             .to_string()
+    }
+}
+
+/// Whether a user other than the owner may enter `path` and every folder above it.
+fn others_can_enter(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    path.ancestors()
+        .all(|dir| std::fs::metadata(dir).map_or(true, |m| m.permissions().mode() & 0o001 != 0))
+}
+
+/// A folder of the checkout's own outside it, named by the checkout's folder and a hash of
+/// its path (FNV-1a: stable across runs and Rust versions).
+fn private_checkout_server_state(repo: &Path) -> PathBuf {
+    let hash = repo
+        .as_os_str()
+        .as_encoded_bytes()
+        .iter()
+        .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+            (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+        });
+    let name = repo
+        .file_name()
+        .map_or_else(|| "checkout".into(), |n| n.to_string_lossy());
+    PathBuf::from("/var/lib/callstream-dev").join(format!("{name}-{hash:016x}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_private_checkout_gets_a_server_state_folder_of_its_own() {
+        let a = private_checkout_server_state(Path::new("/root/work/callstream"));
+        let b = private_checkout_server_state(Path::new("/root/other/callstream"));
+        assert!(a.starts_with("/var/lib/callstream-dev"));
+        assert_ne!(a, b);
+        assert_eq!(
+            a,
+            private_checkout_server_state(Path::new("/root/work/callstream"))
+        );
+        assert!(a
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("callstream-"));
+    }
+
+    #[test]
+    fn a_folder_only_its_owner_may_enter_is_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("xtask-private-{}", std::process::id()));
+        let inner = dir.join("checkout");
+        std::fs::create_dir_all(&inner).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+        assert!(!others_can_enter(&inner));
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert!(others_can_enter(&inner));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

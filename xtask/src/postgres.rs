@@ -273,6 +273,12 @@ fn init_cluster(layout: &Layout, bin: &Bin) -> Result<()> {
     let socket_dir = layout.postgres_socket_dir();
     fs::create_dir_all(&socket_dir)?;
     give_to_server_user(&dir)?;
+    if layout.server_state != layout.stack {
+        println!(
+            "postgres: the `{POSTGRES_USER}` user who runs the server cannot enter this \
+             checkout's folder, so its files live outside it"
+        );
+    }
     println!("postgres: creating a cluster in {}", layout.show(&data));
     let mut initdb = as_server_user(&bin.tool("initdb"));
     initdb.arg("-D").arg(&data).args([

@@ -64,6 +64,11 @@ fn pid_file(layout: &Layout) -> PathBuf {
 }
 
 /// The pid of our registry, if the pid file names a live `quarkus-run.jar` of our app dir.
+/// Whether the registry running is the one this checkout started.
+pub fn is_ours(layout: &Layout) -> bool {
+    our_pid(layout).is_some()
+}
+
 fn our_pid(layout: &Layout) -> Option<u32> {
     let pid = procs::read_pid(&pid_file(layout))?;
     let cmd = procs::cmdline(pid)?;

@@ -76,14 +76,38 @@ pub fn up(layout: &Layout) -> Result<()> {
     let started = Instant::now();
     {
         let _lock = StackLock::acquire(layout)?;
-        kafka::up(layout)?;
-        postgres::up(layout)?;
+        // Kafka and Postgres side by side: on a fresh machine each is first fetched (Maven,
+        // Debian), and each then waits for its server to answer.
+        std::thread::scope(|scope| {
+            let broker = scope.spawn(|| kafka::up(layout));
+            let database = postgres::up(layout);
+            let broker = broker
+                .join()
+                .unwrap_or_else(|_| Err(anyhow::anyhow!("starting Kafka panicked")));
+            database.and(broker)
+        })?;
         // After Postgres: its storage.
         registry::up(layout)?;
     }
     println!("stack: up in {:.1?}", started.elapsed());
     status(layout);
     Ok(())
+}
+
+/// The stack's servers this checkout did not start (reused from another checkout or
+/// installed otherwise): tests that stop and restart a server cannot run against those.
+pub fn not_ours(layout: &Layout) -> Vec<&'static str> {
+    let mut foreign = Vec::new();
+    if !matches!(kafka::state(layout), kafka::State::Ours { .. }) {
+        foreign.push("Kafka");
+    }
+    if !matches!(postgres::state(layout), postgres::State::Ours { .. }) {
+        foreign.push("Postgres");
+    }
+    if !registry::is_ours(layout) {
+        foreign.push("the schema registry");
+    }
+    foreign
 }
 
 pub fn down(layout: &Layout) -> Result<()> {

@@ -58,24 +58,22 @@ pub fn test(layout: &Layout, args: &[String]) -> Result<()> {
     // Before anything slow: a dependency that breaks the layering fails the run at once.
     crate::layering::check(&layout.repo)?;
     crate::clock_rule::check(&layout.repo)?;
-    stack::up(layout)?;
-    // The console's browser tests drive Debian's Chromium; the alert rules' tests, promtool.
-    crate::debian::ensure_chromium()?;
-    // The notifier's tests send email to a real SMTP server (aiosmtpd).
-    crate::venv::AIOSMTPD.ensure(layout)?;
-    // Downstream readers: Confluent's Python deserializer reads every topic.
-    crate::venv::CONFLUENT_KAFKA.ensure(layout)?;
-    // ... and so do Apicurio's Java deserializer and a Kafka Connect worker.
-    for jars in crate::java_tools::ALL {
-        jars.ensure(layout)?;
-    }
-    crate::debian::ensure_promtool()?;
+    // The stack and the tools the tests use are fetched and started while cargo builds: on a
+    // fresh machine both take minutes, one mostly waiting on the network, the other on the
+    // CPU. The build runs here; what it needs nothing from runs beside it.
+    let setup = {
+        let layout = layout.clone();
+        thread::spawn(move || set_up_for_tests(&layout))
+    };
     let binaries = build(layout, &args)?;
     println!(
         "test: built {} test binaries in {:.0}s",
         binaries.len(),
         started.elapsed().as_secs_f64()
     );
+    setup
+        .join()
+        .map_err(|_| anyhow!("setting up the stack panicked"))??;
     // The tests make their own topics; these are the ones `callstream` itself uses, for
     // tests that run it as it would run in production (the demo).
     if layout.callstream_bin().is_file() {
@@ -106,7 +104,24 @@ pub fn test(layout: &Layout, args: &[String]) -> Result<()> {
     );
     let mut outcomes = run_pool(jobs, args.jobs, &logs);
 
-    if args.exclusive {
+    let foreign = stack::not_ours(layout);
+    let mut not_run = None;
+    if args.exclusive && !foreign.is_empty() {
+        let alone = ignored_jobs(layout, &binaries, EXCLUSIVE, &args.binary);
+        if !alone.is_empty() {
+            let why = format!(
+                "NOT RUN: {} tests that stop a server of the stack, because {} here {} not \
+                 started by this checkout (another checkout's, or installed otherwise) and may \
+                 not be stopped from here; run them where `cargo xtask up` started the stack \
+                 (`cargo xtask status` says whose each server is)",
+                alone.len(),
+                foreign.join(", "),
+                if foreign.len() == 1 { "was" } else { "were" }
+            );
+            println!("test: {why}");
+            not_run = Some(why);
+        }
+    } else if args.exclusive {
         let alone = ignored_jobs(layout, &binaries, EXCLUSIVE, &args.binary);
         if !alone.is_empty() {
             println!(
@@ -162,7 +177,25 @@ pub fn test(layout: &Layout, args: &[String]) -> Result<()> {
             println!("topics: warning: could not clean up the run's topics: {e:#}");
         }
     }
-    report(&outcomes, started.elapsed())
+    report(&outcomes, not_run.as_deref(), started.elapsed())
+}
+
+/// The stack up, and every tool a test runs fetched or installed.
+fn set_up_for_tests(layout: &Layout) -> Result<()> {
+    stack::up(layout)?;
+    // The console's browser tests drive Debian's Chromium; the alert rules' tests, promtool.
+    crate::debian::ensure_chromium()?;
+    // The notifier's tests send email to a real SMTP server (aiosmtpd).
+    crate::venv::AIOSMTPD.ensure(layout)?;
+    // Downstream readers: Confluent's Python deserializer reads every topic.
+    crate::venv::CONFLUENT_KAFKA.ensure(layout)?;
+    // ... and so do Apicurio's Java deserializer and a Kafka Connect worker.
+    for jars in crate::java_tools::ALL {
+        jars.ensure(layout)?;
+    }
+    crate::debian::ensure_promtool()?;
+    println!("test: the stack is up and the tests' tools are in place");
+    Ok(())
 }
 
 /// Deletes what a failed earlier run kept, then lists the topics there are before the tests
@@ -464,7 +497,7 @@ fn print_outcome(n: usize, total: usize, o: &Outcome) {
     }
 }
 
-fn report(outcomes: &[Outcome], elapsed: Duration) -> Result<()> {
+fn report(outcomes: &[Outcome], not_run: Option<&str>, elapsed: Duration) -> Result<()> {
     let mut tally = Tally::default();
     for o in outcomes {
         o.output.lines().for_each(|l| tally.add_line(l));
@@ -487,6 +520,9 @@ fn report(outcomes: &[Outcome], elapsed: Duration) -> Result<()> {
         outcomes.len(),
         elapsed.as_secs_f64()
     );
+    if let Some(why) = not_run {
+        println!("test: {why}");
+    }
     println!("{} passed, {} failed", tally.passed, tally.failed);
     if !failed.is_empty() || tally.failed > 0 {
         bail!("tests failed");

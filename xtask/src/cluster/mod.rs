@@ -554,10 +554,11 @@ pub fn down(layout: &Layout) -> Result<()> {
 /// settings); the jars in `.stack/kafka/libs` stay.
 pub fn reset(layout: &Layout) -> Result<()> {
     down(layout)?;
-    let dir = layout.cluster_dir();
-    if dir.exists() {
-        fs::remove_dir_all(&dir).with_context(|| format!("deleting {}", dir.display()))?;
-        println!("reset: deleted {}", layout.show(&dir));
+    for dir in [layout.cluster_dir(), layout.cluster_postgres_dir()] {
+        if dir.exists() {
+            fs::remove_dir_all(&dir).with_context(|| format!("deleting {}", dir.display()))?;
+            println!("reset: deleted {}", layout.show(&dir));
+        }
     }
     Ok(())
 }

@@ -36,7 +36,7 @@ pub const ROLES: [&str; 3] = [
 ];
 
 fn dir(layout: &Layout) -> PathBuf {
-    layout.cluster_dir().join("postgres")
+    layout.cluster_postgres_dir()
 }
 
 fn data(layout: &Layout) -> PathBuf {
