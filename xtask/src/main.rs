@@ -5,6 +5,8 @@
 //! idempotent: `up` twice starts things once, `down` stops only what `up` started.
 
 mod area_codes;
+#[cfg(test)]
+mod build_sharing;
 mod cargo_cmds;
 mod clock_rule;
 mod cluster;
