@@ -104,6 +104,15 @@ pub fn test(layout: &Layout, args: &[String]) -> Result<()> {
     );
     let mut outcomes = run_pool(jobs, args.jobs, &logs);
 
+    // The cluster starts (three brokers and a Postgres, a minute or more) while the tests that
+    // stop a server of the dev stack run one at a time, leaving a core to spare.
+    let cluster = (args.cluster
+        && !ignored_jobs(layout, &binaries, ON_THE_CLUSTER, &args.binary).is_empty())
+    .then(|| {
+        println!("test: starting the three-broker cluster and its Postgres, for its tests later");
+        let layout = layout.clone();
+        thread::spawn(move || crate::cargo_cmds::up_cluster(&layout))
+    });
     let foreign = stack::not_ours(layout);
     let mut not_run = None;
     if args.exclusive && !foreign.is_empty() {
@@ -132,8 +141,11 @@ pub fn test(layout: &Layout, args: &[String]) -> Result<()> {
         }
     }
 
-    if args.cluster {
-        outcomes.extend(cluster_phase(layout, &binaries, &args.binary, &logs));
+    if let Some(cluster) = cluster {
+        let up = cluster
+            .join()
+            .unwrap_or_else(|_| Err(anyhow!("starting the cluster panicked")));
+        outcomes.extend(cluster_phase(layout, &binaries, &args.binary, &logs, up));
     }
 
     if args.soak && layout.callstream_bin().is_file() {
@@ -288,35 +300,30 @@ fn ignored_jobs(
         .collect()
 }
 
-/// Starts the three-broker cluster and its Postgres, runs the [`ON_THE_CLUSTER`] tests one at a
-/// time, and stops the cluster (its logs stay in `.stack/cluster`). A cluster that does not start is a failed job: these tests are part of the suite.
+/// Runs the [`ON_THE_CLUSTER`] tests one at a time on the three-broker cluster and its
+/// Postgres (`up`: how starting them went, begun beside the exclusive tests), and stops the
+/// cluster (its logs stay in `.stack/cluster`). A cluster that does not start is a failed job:
+/// these tests are part of the suite.
 fn cluster_phase(
     layout: &Layout,
     binaries: &[TestBinary],
     args: &[String],
     logs: &Path,
+    up: Result<()>,
 ) -> Vec<Outcome> {
     let jobs = ignored_jobs(layout, binaries, ON_THE_CLUSTER, args);
-    if jobs.is_empty() {
-        return Vec::new();
-    }
-    println!(
-        "test: starting the three-broker cluster and its Postgres for {} tests ...",
-        jobs.len()
-    );
-    let started = Instant::now();
-    if let Err(e) = crate::cargo_cmds::up_cluster(layout) {
+    if let Err(e) = up {
         let _ = crate::cluster::down(layout);
         return vec![Outcome {
             label: "the cluster (xtask up --cluster)".into(),
             status: Err(format!("{e:#}")),
-            seconds: started.elapsed().as_secs_f64(),
+            seconds: 0.0,
             output: String::new(),
         }];
     }
     println!(
-        "test: the cluster is up in {:.0}s; its tests run one at a time",
-        started.elapsed().as_secs_f64()
+        "test: the cluster is up; its {} tests run one at a time",
+        jobs.len()
     );
     let dir = layout.cluster_dir();
     let jobs = jobs
