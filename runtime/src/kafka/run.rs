@@ -62,6 +62,9 @@ fn init_transactions<C: ProducerContext>(
 /// deployment's mistake that looks the same to the consumer) give up within a minute.
 const MAX_REPLACEMENTS: usize = 5;
 const REPLACEMENT_WINDOW: Duration = Duration::from_secs(600);
+/// How long new clients' start-up checks are retried after a replacement (the brokers that
+/// answered them may all be down for a while) before the refusal ends `run`.
+const SETTLE_GIVE_UP: Duration = Duration::from_secs(300);
 
 /// Runs `processor` until `config.shutdown` is set or a fatal error occurs.
 /// Blocks the calling thread: call it from a thread of its own (or
@@ -85,11 +88,24 @@ pub fn run<P: Processor>(
     config: RuntimeConfig,
 ) -> Result<(), RuntimeError> {
     let mut replacements: Vec<Instant> = Vec::new();
+    // When the last clients were given up for new ones: their start-up checks passed
+    // before, so new ones failing them is the cluster still settling, waited out.
+    let mut replacing_since: Option<Instant> = None;
     loop {
         let error = match run_clients(&mut processor, &spec, &config) {
+            Err(error @ RuntimeError::Setup { .. })
+                if replacing_since.is_some_and(|at| at.elapsed() < SETTLE_GIVE_UP)
+                    && !config.shutdown.load(Ordering::SeqCst) =>
+            {
+                warn!(app = %spec.app_id, %error,
+                    "new clients cannot start yet (the cluster is settling); trying again");
+                std::thread::sleep(Duration::from_secs(2));
+                continue;
+            }
             Err(error) if error.is_replaceable() => error,
             other => return other,
         };
+        replacing_since = Some(Instant::now());
         replacements.retain(|at| at.elapsed() < REPLACEMENT_WINDOW);
         if replacements.len() >= MAX_REPLACEMENTS || config.shutdown.load(Ordering::SeqCst) {
             return Err(error);
