@@ -17,8 +17,17 @@
 //!
 //! The CPU lines (`cpu_*_us_per_launch`, throughput phase) split the time
 //! among the dispatcher's event loop, its effect executor, the simulator,
-//! librdkafka, the broker and the rest. Topics are deleted afterwards
-//! unless `--keep-topics`.
+//! librdkafka (the dispatcher's clients; `librdkafka_bench`: this
+//! benchmark's), the broker and the rest. By component:
+//! `dispatcher_cpu_us_per_launch` (event loop, effects and its librdkafka
+//! clients: what the dispatcher costs on its own), `sim_`, `sink_`,
+//! `broker_` and `bench_cpu_us_per_launch`; and
+//! `dispatcher_launches_per_cpu_s`, launches per CPU second of the
+//! dispatcher alone: the rate it would reach with the cores to itself (an
+//! upper bound; the broker's work for it is not counted), beside the
+//! end-to-end `launches_per_s`, which shares two cores with the simulator,
+//! the sink and the broker. Topics are deleted afterwards unless
+//! `--keep-topics`.
 
 mod commands;
 mod outcomes;
@@ -39,6 +48,7 @@ use tracing::{info, warn};
 use self::commands::{preload_commands, Pace};
 use self::outcomes::Outcomes;
 use self::stack::{creates, start_dispatcher, DispatchSetup, Names, Outcomes as SimOutcomes, Sim};
+use self::threads::Components;
 
 fn main() -> Result<()> {
     callstream_bench::init("launch", &[]);
@@ -163,6 +173,28 @@ fn measure(
             &format!("cpu_{group}_us_per_launch"),
             per_launch(*seconds),
             "us",
+        )?;
+    }
+    let parts = Components::of(&throughput.cpu);
+    report.emit(
+        "dispatcher_cpu_us_per_launch",
+        per_launch(parts.dispatcher),
+        "us",
+    )?;
+    report.emit("sim_cpu_us_per_launch", per_launch(parts.sim), "us")?;
+    report.emit("sink_cpu_us_per_launch", per_launch(parts.sink), "us")?;
+    if let Some(broker) = parts.broker {
+        report.emit("broker_cpu_us_per_launch", per_launch(broker), "us")?;
+    }
+    report.emit("bench_cpu_us_per_launch", per_launch(parts.bench), "us")?;
+    // What the dispatcher would do with the cores to itself (no simulator,
+    // sink, broker or reader beside it): an upper bound, beside the
+    // end-to-end `launches_per_s`.
+    if parts.dispatcher > 0.0 {
+        report.emit(
+            "dispatcher_launches_per_cpu_s",
+            throughput.launches as f64 / parts.dispatcher,
+            "launches/cpu-s",
         )?;
     }
 

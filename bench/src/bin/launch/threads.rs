@@ -4,6 +4,14 @@
 //! this benchmark's own producer and reader) and the rest, read from
 //! `/proc/self/task/<tid>/{comm,stat}`, plus the broker's. Linux only;
 //! elsewhere every group reads zero.
+//!
+//! librdkafka names its threads the same for every client, so they are told
+//! apart by birth: the threads alive at the first reading (taken just before
+//! the dispatcher starts) are this benchmark's own clients
+//! (`librdkafka_bench`), those born since are the dispatcher's clients
+//! (`librdkafka`). [`Components`] sums the groups into what the dispatcher
+//! costs on its own (event loop, effect executor, its librdkafka clients)
+//! and what the simulator, the sink, the broker and the benchmark cost.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -30,6 +38,9 @@ fn group(comm: &str) -> &'static str {
         .find(|(prefix, _)| comm.starts_with(prefix))
         .map_or("other", |(_, name)| name)
 }
+
+/// The librdkafka threads of this benchmark's own clients (see the module header).
+const BENCH_LIBRDKAFKA: &str = "librdkafka_bench";
 
 /// CPU seconds of each live thread, and the broker's.
 pub struct Reading {
@@ -64,14 +75,52 @@ impl Reading {
         for (_, name) in GROUPS {
             split.insert(name, 0.0);
         }
+        split.insert(BENCH_LIBRDKAFKA, 0.0);
         for (tid, (group, seconds)) in &self.threads {
-            let before = earlier.threads.get(tid).map_or(0.0, |(_, s)| *s);
-            *split.entry(group).or_default() += (seconds - before).max(0.0);
+            let before = earlier.threads.get(tid).map(|(_, s)| *s);
+            let group = match (*group, before) {
+                // Alive before the dispatcher started: this benchmark's own client.
+                ("librdkafka", Some(_)) => BENCH_LIBRDKAFKA,
+                (group, _) => group,
+            };
+            *split.entry(group).or_default() += (seconds - before.unwrap_or(0.0)).max(0.0);
         }
         if let Some(broker) = self.usage.since(&earlier.usage).broker {
             split.insert("broker", broker);
         }
         split
+    }
+}
+
+/// CPU seconds of a span by component: the groups of [`Reading::since`] summed.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Components {
+    /// The dispatcher alone: its event loop, its effect executor (the HTTP
+    /// creates) and its librdkafka clients, as `callstream process
+    /// launch-dispatcher` would use them in a process of its own.
+    pub dispatcher: f64,
+    /// The voice simulator (creates answered, callbacks sent).
+    pub sim: f64,
+    /// The callback sink (the gateway's stand-in).
+    pub sink: f64,
+    /// The broker, if its pid is known (it serves the dispatcher's
+    /// transactions and the benchmark's reader alike).
+    pub broker: Option<f64>,
+    /// This benchmark: its reader of `call-launches`, its clients' threads
+    /// and the rest of the process.
+    pub bench: f64,
+}
+
+impl Components {
+    pub fn of(split: &BTreeMap<&'static str, f64>) -> Self {
+        let sum = |groups: &[&str]| -> f64 { groups.iter().filter_map(|g| split.get(g)).sum() };
+        Self {
+            dispatcher: sum(&["dispatcher", "effects", "librdkafka"]),
+            sim: sum(&["sim"]),
+            sink: sum(&["sink"]),
+            broker: split.get("broker").copied(),
+            bench: sum(&[BENCH_LIBRDKAFKA, "other"]),
+        }
     }
 }
 
@@ -93,5 +142,52 @@ mod tests {
         for (comm, expected) in cases {
             assert_eq!(group(comm), expected, "{comm}");
         }
+    }
+
+    #[test]
+    fn components_sum_their_groups() {
+        let split: BTreeMap<&'static str, f64> = [
+            ("dispatcher", 1.0),
+            ("effects", 2.0),
+            ("librdkafka", 4.0),
+            (BENCH_LIBRDKAFKA, 8.0),
+            ("other", 16.0),
+            ("sim", 32.0),
+            ("sink", 64.0),
+        ]
+        .into_iter()
+        .collect();
+        let c = Components::of(&split);
+        assert_eq!(
+            c,
+            Components {
+                dispatcher: 7.0,
+                sim: 32.0,
+                sink: 64.0,
+                broker: None,
+                bench: 24.0,
+            }
+        );
+    }
+
+    #[test]
+    fn librdkafka_threads_alive_before_are_the_benchmarks() {
+        let reading = |threads: &[(&str, &'static str, f64)]| Reading {
+            threads: threads
+                .iter()
+                .map(|(tid, group, s)| ((*tid).to_string(), (*group, *s)))
+                .collect(),
+            usage: Usage::default(),
+        };
+        let before = reading(&[("1", "librdkafka", 1.0), ("2", "other", 1.0)]);
+        let after = reading(&[
+            ("1", "librdkafka", 3.0),
+            ("2", "other", 1.5),
+            ("3", "librdkafka", 5.0),
+        ]);
+        let split = after.since(&before);
+        assert_eq!(split[BENCH_LIBRDKAFKA], 2.0);
+        assert_eq!(split["librdkafka"], 5.0);
+        assert_eq!(split["other"], 0.5);
     }
 }

@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use futures::future::BoxFuture;
+use reqwest::header::{HeaderValue, AUTHORIZATION, CONTENT_TYPE};
 use reqwest::{Client, StatusCode};
 use serde::Deserialize;
 use tracing::debug;
@@ -45,6 +46,23 @@ struct Inner {
     client: Client,
     config: TwilioConfig,
     callbacks: CallbackConfig,
+    /// The create endpoint, parsed once (every create posts to it); `Err`
+    /// with the text when it does not parse, for reqwest to refuse as before.
+    calls_url: Result<reqwest::Url, String>,
+    /// `Authorization: Basic ...` of the account, encoded once, kept out of
+    /// debug output as reqwest's `basic_auth` keeps it.
+    authorization: HeaderValue,
+}
+
+/// The `Authorization` value of basic auth with `user` and `password`.
+fn basic_authorization(user: &str, password: &str) -> HeaderValue {
+    use base64::Engine as _;
+    let encoded = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+    // Base64 is visible ASCII: always a valid header value.
+    let mut value = HeaderValue::from_str(&format!("Basic {encoded}"))
+        .unwrap_or_else(|_| HeaderValue::from_static("Basic"));
+    value.set_sensitive(true);
+    value
 }
 
 impl Twilio {
@@ -64,9 +82,13 @@ impl Twilio {
                 env!("CARGO_PKG_VERSION")
             ))
             .build()?;
+        let calls_url = calls_url(&config);
+        let authorization = basic_authorization(&config.account_sid, &config.auth_token);
         Ok(Self {
             inner: Arc::new(Inner {
                 client,
+                calls_url,
+                authorization,
                 config,
                 callbacks,
             }),
@@ -74,11 +96,20 @@ impl Twilio {
     }
 
     fn calls_url(&self) -> String {
-        format!(
-            "{}/2010-04-01/Accounts/{}/Calls.json",
-            self.inner.config.base_url, self.inner.config.account_sid
-        )
+        match &self.inner.calls_url {
+            Ok(url) => url.to_string(),
+            Err(text) => text.clone(),
+        }
     }
+}
+
+/// The create endpoint of the account, parsed; the text if it does not parse.
+fn calls_url(config: &TwilioConfig) -> Result<reqwest::Url, String> {
+    let url = format!(
+        "{}/2010-04-01/Accounts/{}/Calls.json",
+        config.base_url, config.account_sid
+    );
+    reqwest::Url::parse(&url).map_err(|_| url)
 }
 
 /// The `StatusCallback` URL of a call: the gateway's Twilio endpoint for
@@ -234,16 +265,18 @@ fn parse_date(raw: &str) -> Option<i64> {
 
 impl Inner {
     async fn create(&self, call: CreateCall) -> CreateOutcome {
-        let url = format!(
-            "{}/2010-04-01/Accounts/{}/Calls.json",
-            self.config.base_url, self.config.account_sid
-        );
         let body = create_form(&self.config, &self.callbacks, &call);
-        let response = self
-            .client
-            .post(url)
-            .basic_auth(&self.config.account_sid, Some(&self.config.auth_token))
-            .header("content-type", "application/x-www-form-urlencoded")
+        let request = match &self.calls_url {
+            Ok(url) => self.client.post(url.clone()),
+            // reqwest refuses it when sending, as it always did.
+            Err(text) => self.client.post(text.as_str()),
+        };
+        let response = request
+            .header(AUTHORIZATION, self.authorization.clone())
+            .header(
+                CONTENT_TYPE,
+                HeaderValue::from_static("application/x-www-form-urlencoded"),
+            )
             .body(body)
             .send()
             .await;
