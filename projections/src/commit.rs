@@ -35,9 +35,9 @@ use crate::view::{Tables, View};
 /// re-runs the batch record by record so only the refused records are skipped, each
 /// opening its exception through `reporter` before the batch commits.
 ///
-/// `mode` is the first try: `Fast`, or `Load` for tables that hold none of the batch's
-/// rows (a failed `Load` is rolled back, so the tables are still empty, and is tried
-/// again as `Fast`, then `Careful`).
+/// `mode` is the first try: `Fast` (then `Careful` if Postgres refuses the batch), or
+/// `Load` for empty tables, whose refusal is returned (rolled back, the tables are still
+/// empty).
 #[allow(clippy::too_many_arguments)] // one per thing a commit needs; a struct would only rename them
 pub(crate) async fn commit_batch(
     pool: &PgPool,
@@ -80,10 +80,9 @@ pub(crate) async fn commit_batch(
                 return Ok(());
             }
             Err(e) if is_transient(&e) => pauser.failed(&e).await,
-            Err(e) if mode == Mode::Load => {
-                tracing::warn!(error = %e, "bulk load refused; upserting the batch instead");
-                mode = Mode::Fast;
-            }
+            // The tables of a load may have no keys yet to upsert into: the caller
+            // decides (see `rebuild`).
+            Err(e) if mode == Mode::Load => return Err(e.into()),
             Err(e) if mode == Mode::Fast => {
                 tracing::warn!(error = %e, "batch refused; applying it record by record");
                 mode = Mode::Careful;
@@ -199,19 +198,19 @@ impl Pipeline {
     /// Waits for the batch in flight, if any, then starts committing `batch`. The error of
     /// the batch in flight, if it failed for good, is returned here.
     pub(crate) async fn submit(&mut self, batch: Vec<Decoded>) -> Result<(), ProjectionError> {
-        self.submit_in(batch, Mode::Fast).await
+        self.submit_in(batch.into(), Mode::Fast).await
     }
 
-    /// [`Self::submit`], first tried in `mode` (see [`commit_batch`]).
+    /// [`Self::submit`], first tried in `mode` (see [`commit_batch`]); the caller may keep
+    /// the batch.
     pub(crate) async fn submit_in(
         &mut self,
-        batch: Vec<Decoded>,
+        batch: Arc<[Decoded]>,
         mode: Mode,
     ) -> Result<(), ProjectionError> {
         let committers = self.idle().await?;
         self.report_undecodable(&batch).await;
         let records = batch.len();
-        let batch: Arc<[Decoded]> = batch.into();
         let tasks = committers
             .into_iter()
             .map(|mut committer| {

@@ -54,6 +54,19 @@ pub(crate) enum Write {
     Copy,
 }
 
+/// The tables [`load`] writes with `COPY`, which need no key to be written (the others are
+/// upserted all the same, so their keys must exist before a load).
+pub(crate) const COPIED: &[&str] = &[
+    "jobs",
+    "job_launches",
+    "exceptions",
+    "slots",
+    "launches",
+    "delivery_buckets",
+    "audit",
+    "contact_timeline",
+];
+
 /// Applies a batch of records (in the order they were read) to one view: its events, and
 /// for the dead-letters view the letters themselves (whatever their bytes).
 pub async fn apply(

@@ -3,15 +3,15 @@
 //!
 //! Guarantees:
 //! - The rebuilt tables are built by the same code as the live ones, with their own
-//!   offsets (`jobs__rebuild` in `projection_offsets`), exactly once, and without their
-//!   secondary indexes until the bulk is in (see [`tables`]).
-//! - The log is read in chunks of up to `rebuild_fold_records` records (the bound on what
-//!   a rebuild holds in memory). Each view folds a whole chunk into one change per row in
+//!   offsets (`jobs__rebuild` in `projection_offsets`), exactly once.
+//! - The log is read in chunks of up to `rebuild_fold_records` records (a rebuild holds at
+//!   most two in memory: one being written, one being read). Each view folds a whole chunk into one change per row in
 //!   memory (as it folds a live batch, see `apply::fold`) and writes each row once. The
 //!   first chunk goes into the empty tables with binary `COPY` (`apply::Write::Copy`);
 //!   later chunks, if the log is longer, are merged with the live path's upserts. Every
 //!   view writes a chunk on a connection of its own, in one transaction with its offsets,
-//!   while the next chunk is read.
+//!   while the next chunk is read. The tables get their primary keys after the first chunk
+//!   and their other indexes after the last (see [`tables`]).
 //! - The swap is one transaction: it locks the live view's offsets (so the live runner
 //!   waits between two batches), applies whatever the live view has and the rebuild has
 //!   not yet read, renames the tables and moves the offsets. Readers see the old tables or
@@ -111,18 +111,28 @@ pub async fn rebuild(
     );
     let fold_records = config.rebuild_fold_records.max(1);
     let mut chunk: Vec<Decoded> = Vec::new();
-    // The tables are empty until the first chunk is in.
-    let mut mode = Mode::Load;
+    // The first chunk, copied into the empty tables, is kept until it has committed: a
+    // view whose copy Postgres refuses upserts it once the tables have their keys.
+    let mut first: Option<Arc<[Decoded]>> = None;
+    let mut keyed = false;
+    let reading = Instant::now();
     loop {
         let done = caught_up(&source, &ends, &position);
-        if done || chunk.len() >= fold_records {
-            if !chunk.is_empty() {
-                pipeline.submit_in(std::mem::take(&mut chunk), mode).await?;
-                mode = Mode::Fast;
+        if (done || chunk.len() >= fold_records) && !chunk.is_empty() {
+            let shared: Arc<[Decoded]> = std::mem::take(&mut chunk).into();
+            if first.is_none() && !keyed {
+                first = Some(shared.clone());
+                pipeline.submit_in(shared, Mode::Load).await?;
+            } else {
+                if !keyed {
+                    finish_first(&mut pipeline, &pool, &views, &mut first, &mut pauser).await?;
+                    keyed = true;
+                }
+                pipeline.submit_in(shared, Mode::Fast).await?;
             }
-            if done {
-                break;
-            }
+        }
+        if done {
+            break;
         }
         let batch = source
             .next_batch(
@@ -140,7 +150,11 @@ pub async fn rebuild(
         store::wait_for_schemas(&batch.records).await;
         chunk.extend(store::decode(batch.records, source.names(), &stats));
     }
+    if !keyed {
+        finish_first(&mut pipeline, &pool, &views, &mut first, &mut pauser).await?;
+    }
     pipeline.flush().await?;
+    let loaded = reading.elapsed();
     bar.set_message("indexing");
     loop {
         match tables::build_indexes(&pool, &views).await {
@@ -150,8 +164,16 @@ pub async fn rebuild(
         }
     }
     pauser.succeeded();
+    let indexed = reading.elapsed() - loaded;
     bar.set_message("swapping in");
     records += swap(&pool, &source, &views, &stats, &mut position, &mut pauser).await?;
+    // Where a rebuild's time goes: reading, folding and writing; indexing; the swap.
+    tracing::info!(
+        load_ms = loaded.as_millis() as u64,
+        index_ms = indexed.as_millis() as u64,
+        swap_ms = (reading.elapsed() - loaded - indexed).as_millis() as u64,
+        "rebuild phases"
+    );
     bar.finish_with_message("rebuilt");
     let undecodable = stats.undecodable.load(std::sync::atomic::Ordering::Relaxed);
     tracing::info!(views = ?views.iter().map(|v| v.name()).collect::<Vec<_>>(), records, undecodable,
@@ -164,11 +186,44 @@ pub async fn rebuild(
     })
 }
 
+/// Waits for the first chunk, then gives the tables their primary keys (later chunks and
+/// the swap upsert). If a view's copy failed (Postgres refused a value), the chunk is
+/// upserted again: the views that have it skip it (their offsets are stored), the others
+/// apply it as a live batch, record by record if need be, skipping only what is refused.
+async fn finish_first(
+    pipeline: &mut Pipeline,
+    pool: &PgPool,
+    views: &[View],
+    first: &mut Option<Arc<[Decoded]>>,
+    pauser: &mut Pauser,
+) -> Result<(), ProjectionError> {
+    let flushed = pipeline.flush().await;
+    loop {
+        match tables::build_keys(pool, views).await {
+            Ok(()) => break,
+            Err(ProjectionError::Postgres(e)) if is_transient(&e) => pauser.failed(&e).await,
+            Err(e) => return Err(e),
+        }
+    }
+    pauser.succeeded();
+    if let Err(error) = flushed {
+        let Some(chunk) = first.take() else {
+            return Err(error);
+        };
+        tracing::warn!(%error, "a view's bulk load was refused; upserting its first chunk instead");
+        pipeline.submit_in(chunk, Mode::Fast).await?;
+        pipeline.flush().await?;
+    }
+    *first = None;
+    Ok(())
+}
+
 /// A connection per view (each writes its chunks on its own) and one for the swap.
 fn rebuild_pool(database_url: &str, views: usize) -> Result<PgPool, ProjectionError> {
     Ok(sqlx::postgres::PgPoolOptions::new()
         .max_connections(u32::try_from(views + 1).unwrap_or(u32::MAX))
-        .acquire_timeout(Duration::from_secs(5))
+        // Index builds hold their connections for a while; the others wait.
+        .acquire_timeout(Duration::from_secs(300))
         .connect_lazy(database_url)?)
 }
 

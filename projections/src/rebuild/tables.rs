@@ -1,10 +1,14 @@
-//! The tables a rebuild writes: created empty with only their unique indexes, given the
-//! live tables' other indexes once the bulk of the log is in, and renamed into place with
-//! the live names of their indexes and primary key.
+//! The tables a rebuild writes: created empty without any index (those a load upserts
+//! into keep their primary key), given the live tables'
+//! primary keys once the first chunk is copied in ([`build_keys`]: later chunks and the
+//! swap upsert, and `ON CONFLICT` needs them) and their other indexes once the whole log
+//! is in ([`build_indexes`]), and renamed into place with the live names of their indexes
+//! and primary key.
 //!
-//! Why: a secondary index maintained row by row is most of what an upsert costs (the jobs
-//! table has four); built once from the filled table it costs a sort. The unique indexes
-//! stay from the start because the upserts' `ON CONFLICT` needs them.
+//! Why: an index maintained row by row is most of what a load costs (the jobs table has
+//! seven, and a key of random UUIDs touches a random leaf per row); built once from the
+//! filled table it costs a sort. Each table is indexed on a connection of its own, so
+//! Postgres builds them on every core.
 
 use sqlx::{PgConnection, PgPool};
 
@@ -12,7 +16,7 @@ use crate::error::ProjectionError;
 use crate::view::{Tables, View};
 
 /// Drops what an earlier, unfinished rebuild left and creates empty copies of the tables
-/// with only their unique indexes (the primary key).
+/// without indexes (nor the primary key, which is one).
 pub(super) async fn prepare(pool: &PgPool, views: &[View]) -> Result<(), sqlx::Error> {
     let mut tx = pool.begin().await?;
     for view in views {
@@ -21,13 +25,22 @@ pub(super) async fn prepare(pool: &PgPool, views: &[View]) -> Result<(), sqlx::E
             sqlx::query(&format!("DROP TABLE IF EXISTS {copy}"))
                 .execute(&mut *tx)
                 .await?;
-            sqlx::query(&format!("CREATE TABLE {copy} (LIKE {table} INCLUDING ALL)"))
+            if crate::apply::COPIED.contains(table) {
+                sqlx::query(&format!(
+                    "CREATE TABLE {copy} (LIKE {table} INCLUDING ALL EXCLUDING INDEXES)"
+                ))
                 .execute(&mut *tx)
                 .await?;
-            for index in secondary_indexes(&mut tx, &copy).await? {
-                sqlx::query(&format!("DROP INDEX {}", index.name))
+            } else {
+                // Upserted from the start: its key stays, its other indexes come later.
+                sqlx::query(&format!("CREATE TABLE {copy} (LIKE {table} INCLUDING ALL)"))
                     .execute(&mut *tx)
                     .await?;
+                for index in secondary_indexes(&mut tx, &copy).await? {
+                    sqlx::query(&format!("DROP INDEX {}", index.name))
+                        .execute(&mut *tx)
+                        .await?;
+                }
             }
         }
         sqlx::query("DELETE FROM projection_offsets WHERE projection = $1")
@@ -38,22 +51,88 @@ pub(super) async fn prepare(pool: &PgPool, views: &[View]) -> Result<(), sqlx::E
     tx.commit().await
 }
 
+/// Gives the rebuilt tables the live tables' primary keys. Safe to repeat.
+pub(super) async fn build_keys(pool: &PgPool, views: &[View]) -> Result<(), ProjectionError> {
+    for_each_table(pool, views, Step::Key).await
+}
+
 /// Gives the rebuilt tables the live tables' secondary indexes, under temporary names
 /// ([`swap_names`] gives them the live ones). Safe to repeat.
 pub(super) async fn build_indexes(pool: &PgPool, views: &[View]) -> Result<(), ProjectionError> {
-    let mut conn = pool.acquire().await?;
+    for_each_table(pool, views, Step::Indexes).await
+}
+
+#[derive(Clone, Copy)]
+enum Step {
+    Key,
+    Indexes,
+}
+
+/// Tables indexed at once: enough to keep two cores busy, few enough that their sorts'
+/// memory (`maintenance_work_mem` each) stays small.
+const AT_ONCE: usize = 3;
+
+/// Runs `step` for every table of `views`, [`AT_ONCE`] tables at a time, each on a
+/// connection of its own; the first error is returned once all have finished.
+async fn for_each_table(pool: &PgPool, views: &[View], step: Step) -> Result<(), ProjectionError> {
+    let permits = std::sync::Arc::new(tokio::sync::Semaphore::new(AT_ONCE));
+    let mut tasks = tokio::task::JoinSet::new();
     for view in views {
-        for table in view.tables() {
-            let copy = Tables::Rebuild.name(table);
-            for (n, index) in secondary_indexes(&mut conn, table)
-                .await?
-                .iter()
-                .enumerate()
-            {
-                let sql = index.definition_on(table, &copy, &temporary_name(&copy, n))?;
-                sqlx::query(&sql).execute(&mut *conn).await?;
+        for &table in view.tables() {
+            let pool = pool.clone();
+            let permits = permits.clone();
+            tasks.spawn(async move {
+                let _permit = permits.acquire_owned().await;
+                let mut conn = pool.acquire().await?;
+                match step {
+                    Step::Key => add_key(&mut conn, table).await,
+                    Step::Indexes => add_indexes(&mut conn, table).await,
+                }
+            });
+        }
+    }
+    let mut first = Ok(());
+    while let Some(done) = tasks.join_next().await {
+        let result = match done {
+            Ok(result) => result,
+            Err(e) => std::panic::resume_unwind(e.into_panic()),
+        };
+        if let Err(e) = result {
+            if first.is_ok() {
+                first = Err(e);
             }
         }
+    }
+    first
+}
+
+/// The live table's primary key on its copy, unless it has one.
+async fn add_key(conn: &mut PgConnection, table: &'static str) -> Result<(), ProjectionError> {
+    let copy = Tables::Rebuild.name(table);
+    if primary_key(conn, &copy).await?.is_some() {
+        return Ok(());
+    }
+    let definition: Option<String> = sqlx::query_scalar(
+        "SELECT pg_get_constraintdef(oid) FROM pg_constraint
+         WHERE conrelid = $1::regclass AND contype = 'p'",
+    )
+    .bind(table)
+    .fetch_optional(&mut *conn)
+    .await?;
+    if let Some(definition) = definition {
+        // `PRIMARY KEY (a, b)`: columns of the same names on the copy.
+        sqlx::query(&format!("ALTER TABLE {copy} ADD {definition}"))
+            .execute(&mut *conn)
+            .await?;
+    }
+    Ok(())
+}
+
+async fn add_indexes(conn: &mut PgConnection, table: &'static str) -> Result<(), ProjectionError> {
+    let copy = Tables::Rebuild.name(table);
+    for (n, index) in secondary_indexes(conn, table).await?.iter().enumerate() {
+        let sql = index.definition_on(table, &copy, &temporary_name(&copy, n))?;
+        sqlx::query(&sql).execute(&mut *conn).await?;
     }
     Ok(())
 }

@@ -13,12 +13,19 @@
 //! 4. `api`: `GET /v1/jobs`, filtered and paged by cursor, over 1,000,000
 //!    jobs of one tenant: `api_jobs_p99_ms` (target ≤ 50).
 //!
+//! The throughput and rebuild phases also report the CPU they took per event:
+//! Postgres's (`*_pg_cpu_us_per_event`, the benchmark database's backends and
+//! the server's background processes; `*_pg_server_cpu_us_per_event`, the
+//! whole server, see `pgcpu`), this process's (the projections themselves,
+//! `*_bench_cpu_us_per_event`) and the broker's.
+//!
 //! Topics are deleted afterwards unless `--keep-topics`; the database is
 //! dropped unless `--keep-database`.
 
 mod api;
 mod lag;
 mod live;
+mod pgcpu;
 mod throughput;
 mod workload;
 
@@ -248,7 +255,9 @@ fn run_phases(
     if args.phases.contains(&Phase::Throughput) {
         info!("live projections from offset 0");
         let timeout = Duration::from_secs(args.timeout_s);
+        let cpu = CpuWatch::start(&db.name);
         let found = throughput::applied(runtime, &config, args.events, timeout)?;
+        cpu.emit(report, "projection", args.events)?;
         report.emit("projection_events_per_s", found.events_per_s, "events/s")?;
         report.emit("projection_seconds", found.seconds, "s")?;
         report.emit("projection_startup_seconds", found.startup_seconds, "s")?;
@@ -256,7 +265,9 @@ fn run_phases(
     }
     if args.phases.contains(&Phase::Rebuild) {
         info!("rebuilding every view");
+        let cpu = CpuWatch::start(&db.name);
         let found = throughput::rebuilt(runtime, &config)?;
+        cpu.emit(report, "rebuild", found.records)?;
         report.emit("rebuild_events_per_s", found.events_per_s, "events/s")?;
         report.emit("rebuild_seconds", found.seconds, "s")?;
         report.emit("rebuild_records", found.records as f64, "records")?;
@@ -319,4 +330,52 @@ fn run_phases(
         report.emit("api_insert_seconds", found.insert_seconds, "s")?;
     }
     Ok(())
+}
+
+/// CPU of Postgres, this process and the broker over one phase.
+struct CpuWatch {
+    postgres: Option<pgcpu::Sampler>,
+    usage: callstream_bench::cpu::Usage,
+}
+
+impl CpuWatch {
+    fn start(database: &str) -> Self {
+        Self {
+            postgres: pgcpu::Sampler::start(database),
+            usage: callstream_bench::cpu::Usage::now(),
+        }
+    }
+
+    /// `{phase}_*_cpu_us_per_event` over `events`; what could not be read is left out.
+    fn emit(self, report: &mut Report, phase: &str, events: u64) -> Result<()> {
+        let used = callstream_bench::cpu::Usage::now().since(&self.usage);
+        let per_event = |seconds: f64| seconds * 1e6 / events.max(1) as f64;
+        if let Some(pg) = self.postgres.and_then(pgcpu::Sampler::finish) {
+            report.emit(
+                &format!("{phase}_pg_cpu_us_per_event"),
+                per_event(pg.bench),
+                "us",
+            )?;
+            report.emit(
+                &format!("{phase}_pg_server_cpu_us_per_event"),
+                per_event(pg.server),
+                "us",
+            )?;
+        }
+        if let Some(bench) = used.bench {
+            report.emit(
+                &format!("{phase}_bench_cpu_us_per_event"),
+                per_event(bench),
+                "us",
+            )?;
+        }
+        if let Some(broker) = used.broker {
+            report.emit(
+                &format!("{phase}_broker_cpu_us_per_event"),
+                per_event(broker),
+                "us",
+            )?;
+        }
+        Ok(())
+    }
 }
