@@ -48,7 +48,7 @@ impl Target {
     /// Request `n`: the final `completed` callback of call `n`, as Twilio
     /// sends it (the usual fields, phone numbers included; the gateway
     /// keeps them out of the event), as the bytes of an HTTP/1.1 request.
-    fn request(&self, n: u64) -> Vec<u8> {
+    pub fn request(&self, n: u64) -> Vec<u8> {
         let path = format!(
             "/v1/webhooks/twilio/{INTEGRATION}?contact_id=c-{}&launch_id={}",
             n % self.contacts,
@@ -212,7 +212,7 @@ struct Accepted {
 }
 
 /// Posts one request; the event id of a 202, else what went wrong.
-async fn send(
+pub async fn send(
     connection: &mut Connection,
     request: &[u8],
     timeout: Duration,

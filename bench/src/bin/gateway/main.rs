@@ -20,6 +20,14 @@
 //! rate is what the three together sustain; the `cpu_*_us_per_req` lines
 //! say who spent the time. Topics are deleted afterwards unless `--keep-topics`.
 //!
+//! Then the open loop (issue 23, item 3; `open_loop_phase`, `open_loop`): a
+//! closed loop hides queueing (a slow answer delays the next send, so the
+//! slow moments are sampled less), so its p99 is optimistic. A fresh gateway
+//! takes requests at fixed arrival rates (5,000, 10,000 and 15,000/s, then a
+//! search for the highest rate with p99 within budget and no errors), each
+//! request timed from its intended send time, errors and timeouts included
+//! in the percentiles; then its own loss check (`open_loop_*` lines).
+//!
 //! Then the registry's cost (issue 21): the best level's concurrency (or
 //! `--framing-concurrency`) run again, once with the gateway writing Avro
 //! single-object encoding and once the Confluent wire format with ids
@@ -28,9 +36,14 @@
 //! over `--framing-rounds` rounds, each with its loss check (`framing_*`
 //! lines, tagged with the framing and round); then the mean of each framing
 //! and the `confluent_over_single_object_*` ratios (`callstream_bench::framing`).
+//!
+//! `--phases` picks among the three (`closed-loop`, `open-loop`, `framing`;
+//! all by default, in that order): `--phases open-loop` runs the open loop alone.
 
 mod http;
 mod load;
+mod open_loop;
+mod open_loop_phase;
 mod server;
 mod threads;
 mod verify;
@@ -86,11 +99,30 @@ fn main() -> Result<()> {
     )
 }
 
+/// The parts of a run, in the order they run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Phase {
+    /// The closed-loop levels (`--concurrency`), their best, and their loss check.
+    ClosedLoop,
+    /// Fixed arrival rates, latency from intended send times, the highest rate within budget.
+    OpenLoop,
+    /// The best closed-loop level again under both framings (`--framing-rounds`).
+    Framing,
+}
+
 /// The ingest gateway: signed Twilio callbacks per second at rising
 /// concurrency, 202 latency, and a loss check against the topic.
 #[derive(Debug, Parser)]
 #[command(name = "gateway")]
 struct Args {
+    /// Which phases to run, comma-separated (they run in the order listed here).
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_values = ["closed-loop", "open-loop", "framing"]
+    )]
+    phases: Vec<Phase>,
     /// Concurrent requests of each level (comma-separated, run in order).
     #[arg(long, value_delimiter = ',', default_values_t = [8, 32, 64, 128, 256])]
     concurrency: Vec<usize>,
@@ -103,6 +135,28 @@ struct Args {
     /// A level qualifies as sustained only with p99 at most this (ms) and no errors.
     #[arg(long, default_value_t = 25.0)]
     p99_budget_ms: f64,
+    /// Open-loop rates always measured, webhooks/s (comma-separated, run in order).
+    #[arg(long, value_delimiter = ',', default_values_t = [5_000, 10_000, 15_000])]
+    open_loop_rates: Vec<u64>,
+    /// Measured seconds of each open-loop level (after `--warmup-seconds` at its rate).
+    #[arg(long, default_value_t = 10)]
+    open_loop_seconds: u64,
+    /// Most extra open-loop levels the search for the highest rate within budget may run.
+    #[arg(long, default_value_t = 5)]
+    open_loop_search_steps: u32,
+    /// The search's step up above the highest rate within budget, webhooks/s.
+    #[arg(long, default_value_t = 5_000)]
+    open_loop_step: u64,
+    /// The search stops once the highest pass and the lowest failure are this close, webhooks/s.
+    #[arg(long, default_value_t = 500)]
+    open_loop_resolution: u64,
+    /// Most HTTP connections the open-loop generator opens (the gateway's cap is 1,024).
+    #[arg(long, default_value_t = 1_000)]
+    open_loop_connections: usize,
+    /// Most open-loop requests in flight (waiting for a connection included); one due
+    /// beyond it is not sent and counts as an error with the whole timeout as latency.
+    #[arg(long, default_value_t = 50_000)]
+    open_loop_max_in_flight: usize,
     /// Partitions of the call-events topic.
     #[arg(long, default_value_t = 12)]
     partitions: i32,
@@ -157,13 +211,34 @@ fn run(args: &Args, report: &mut Report) -> Result<()> {
     if args.framing_concurrency == Some(0) {
         bail!("--framing-concurrency must be above 0");
     }
+    let phase = |p: Phase| args.phases.contains(&p);
+    if phase(Phase::OpenLoop)
+        && (args.open_loop_seconds == 0
+            || args.open_loop_connections == 0
+            || args.open_loop_rates.contains(&0))
+    {
+        bail!("--open-loop-seconds, --open-loop-connections and --open-loop-rates must be above 0");
+    }
+    let framing = phase(Phase::Framing) && args.framing_rounds > 0;
+    if framing && !phase(Phase::ClosedLoop) && args.framing_concurrency.is_none() {
+        bail!("the framing phase without the closed-loop one needs --framing-concurrency");
+    }
     let settings = KafkaSettings::from_env("callstream-bench");
     preflight(&settings)?;
-    let mut made = Vec::new();
-    let result = measure(args, &settings, report, &mut made);
-    callstream_bench::kafka::clean_up(&settings, &made, args.keep_topics);
-    let best_concurrency = result?;
-    if args.framing_rounds > 0 {
+    let mut best_concurrency = None;
+    if phase(Phase::ClosedLoop) {
+        let mut made = Vec::new();
+        let result = measure(args, &settings, report, &mut made);
+        callstream_bench::kafka::clean_up(&settings, &made, args.keep_topics);
+        best_concurrency = Some(result?);
+    }
+    if phase(Phase::OpenLoop) {
+        let mut made = Vec::new();
+        let result = open_loop_phase::run(args, &settings, report, &mut made);
+        callstream_bench::kafka::clean_up(&settings, &made, args.keep_topics);
+        result?;
+    }
+    if framing {
         compare_framings(args, report, best_concurrency)?;
     }
     Ok(())
@@ -258,11 +333,16 @@ const COMPARED: &[&str] = &[
 
 /// A child process per framing and round (this executable again, with this
 /// run's arguments and the comparison's concurrency), then the summary.
-fn compare_framings(args: &Args, report: &mut Report, best_concurrency: usize) -> Result<()> {
+fn compare_framings(
+    args: &Args,
+    report: &mut Report,
+    best_concurrency: Option<usize>,
+) -> Result<()> {
     let framings = framing::available(&args.framings, report)?;
     let mut passed: Vec<String> = std::env::args().skip(1).collect();
     if args.framing_concurrency.is_none() {
-        passed.extend(["--framing-concurrency".into(), best_concurrency.to_string()]);
+        let best = best_concurrency.context("no closed-loop level to take the concurrency of")?;
+        passed.extend(["--framing-concurrency".into(), best.to_string()]);
     }
     let mut lines = Vec::new();
     for (round, framing) in framing::schedule(&framings, args.framing_rounds) {

@@ -43,6 +43,9 @@ pub struct Loss {
     pub unreadable: u64,
     /// Records whose value is not in the framing expected (none expected: 0).
     pub misframed: u64,
+    /// The acknowledged ids not on the topic (`lost` of them), so a caller can
+    /// tell which of its levels they were answered in.
+    pub missing: HashSet<u128>,
 }
 
 /// Reads all of `topic` (to the end offsets taken before reading) and
@@ -126,9 +129,14 @@ pub fn check(
     }
     loss.lost = (acknowledged.len() - found) as u64;
     if loss.lost > 0 {
-        let missing: Vec<String> = acknowledged
+        loss.missing = acknowledged
             .iter()
             .filter(|id| !seen.contains(id))
+            .copied()
+            .collect();
+        let missing: Vec<String> = loss
+            .missing
+            .iter()
             .take(10)
             .map(|id| Uuid::from_u128(*id).to_string())
             .collect();
