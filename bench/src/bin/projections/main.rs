@@ -77,11 +77,18 @@ pub struct Args {
     #[arg(long, default_value_t = 2000)]
     batch_records: usize,
     /// Longest a batch waits to fill, ms (the projections' default).
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, default_value_t = 50)]
     batch_ms: u64,
     /// Most records in one transaction of the rebuild (the projections' default).
     #[arg(long, default_value_t = 20_000)]
     rebuild_batch_records: usize,
+    /// Records a rebuild folds in memory before writing (its chunk), comma-separated: the
+    /// rebuild runs once per value, back to back on the same log. The first is reported as
+    /// `rebuild_*`, the others as `rebuild_fold_N_*`; the default's second, 2,000, folds no
+    /// more than a live batch does and upserts every chunk after the first, as a rebuild
+    /// did before it was a bulk load.
+    #[arg(long, value_delimiter = ',', default_values_t = [500_000usize, 2_000])]
+    rebuild_fold_records: Vec<usize>,
     /// Transactions a batch is committed in at once, a share of the views each (the
     /// projections' default).
     #[arg(long, default_value_t = 2)]
@@ -133,10 +140,11 @@ pub fn run(args: &Args, report: &mut Report) -> Result<()> {
         || args.batch_records == 0
         || args.rebuild_batch_records == 0
         || args.commit_lanes == 0
+        || args.rebuild_fold_records.contains(&0)
     {
         bail!(
-            "--events, --partitions, --batch-records, --rebuild-batch-records and --commit-lanes \
-             must be positive"
+            "--events, --partitions, --batch-records, --rebuild-batch-records, --commit-lanes \
+             and --rebuild-fold-records must be positive"
         );
     }
     if args.lag_rate == 0 || args.lag_seconds == 0 || args.lag_poll_ms == 0 {
@@ -264,13 +272,41 @@ fn run_phases(
         report.emit("projection_batches", found.batches as f64, "batches")?;
     }
     if args.phases.contains(&Phase::Rebuild) {
-        info!("rebuilding every view");
-        let cpu = CpuWatch::start(&db.name);
-        let found = throughput::rebuilt(runtime, &config)?;
-        cpu.emit(report, "rebuild", found.records)?;
-        report.emit("rebuild_events_per_s", found.events_per_s, "events/s")?;
-        report.emit("rebuild_seconds", found.seconds, "s")?;
-        report.emit("rebuild_records", found.records as f64, "records")?;
+        let mut first_rate = None;
+        for (n, &fold) in args.rebuild_fold_records.iter().enumerate() {
+            let phase = if n == 0 {
+                "rebuild".to_string()
+            } else {
+                format!("rebuild_fold_{fold}")
+            };
+            info!(fold_records = fold, "rebuilding every view");
+            let mut config = config.clone();
+            config.rebuild_fold_records = fold;
+            let cpu = CpuWatch::start(&db.name);
+            let found = throughput::rebuilt(runtime, &config)?;
+            cpu.emit(report, &phase, found.records)?;
+            report.emit(&format!("{phase}_fold_records"), fold as f64, "records")?;
+            report.emit(
+                &format!("{phase}_events_per_s"),
+                found.events_per_s,
+                "events/s",
+            )?;
+            report.emit(&format!("{phase}_seconds"), found.seconds, "s")?;
+            report.emit(&format!("{phase}_records"), found.records as f64, "records")?;
+            // The process's peak so far: a rebuild's chunk is held in memory (run one value
+            // alone, first, to read its own).
+            if let Some(peak) = callstream_bench::cpu::peak_rss_mib() {
+                report.emit(&format!("{phase}_peak_rss_mib"), peak, "MiB")?;
+            }
+            match first_rate {
+                None => first_rate = Some(found.events_per_s),
+                Some(first) => report.emit(
+                    &format!("rebuild_speedup_over_fold_{fold}"),
+                    first / found.events_per_s,
+                    "ratio",
+                )?,
+            }
+        }
     }
     if args.phases.contains(&Phase::Lag) {
         let live = live::Live::start(runtime, &config);
