@@ -5,6 +5,12 @@
 //! rebuild those dependencies and every crate of ours above them. `workspace-hack/` turns
 //! them on for `callstream` too; this compares the two builds' features (from
 //! `cargo tree -e features`) and names what the hack is missing.
+//!
+//! Blind spot: `cargo tree` names a package built for the host (under a proc macro or build
+//! script) and for the target alike, so a feature one of them has hides the other's lack (it
+//! missed regex-syntax). Cargo's unit graph tells them apart, on nightly:
+//! `cargo +nightly build -p callstream --unit-graph -Z unstable-options` against
+//! `cargo +nightly test --workspace --no-run --unit-graph -Z unstable-options`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
