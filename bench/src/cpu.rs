@@ -61,6 +61,14 @@ impl Usage {
     }
 }
 
+/// This process's peak resident memory so far (`VmHWM`), in MiB; `None` off Linux.
+pub fn peak_rss_mib() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib / 1024.0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -85,12 +93,4 @@ mod tests {
     fn this_process_has_used_some_cpu() {
         assert!(cpu_seconds("self").is_some_and(|s| s >= 0.0));
     }
-}
-
-/// This process's peak resident memory so far (`VmHWM`), in MiB; `None` off Linux.
-pub fn peak_rss_mib() -> Option<f64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib / 1024.0)
 }

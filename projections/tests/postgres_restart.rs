@@ -10,7 +10,9 @@
 //!
 //! It restarts with `CALLSTREAM_PG_RESTART_CMD` (run by `sh -c`), by default the dev
 //! stack's cluster as its `postgres` user:
-//! `su postgres -c '/usr/lib/postgresql/15/bin/pg_ctl -D <repo>/.stack/postgres/data -m fast -w restart'`.
+//! `su postgres -c '$CALLSTREAM_PG_CTL -D $CALLSTREAM_PG_DATA -m fast -w restart'`, both set by
+//! `cargo xtask test` (the data lives outside a private checkout), else
+//! `/usr/lib/postgresql/15/bin/pg_ctl` and `<repo>/.stack/postgres/data`.
 
 mod support;
 
@@ -23,8 +25,13 @@ use support::*;
 
 fn restart_command() -> String {
     std::env::var("CALLSTREAM_PG_RESTART_CMD").unwrap_or_else(|_| {
-        let data = concat!(env!("CARGO_MANIFEST_DIR"), "/../.stack/postgres/data");
-        format!("su postgres -c '/usr/lib/postgresql/15/bin/pg_ctl -D {data} -m fast -w restart -l {data}/../postgres.log'")
+        let data = std::env::var("CALLSTREAM_PG_DATA").unwrap_or_else(|_| {
+            concat!(env!("CARGO_MANIFEST_DIR"), "/../.stack/postgres/data").to_string()
+        });
+        let pg_ctl = std::env::var("CALLSTREAM_PG_CTL")
+            .unwrap_or_else(|_| "/usr/lib/postgresql/15/bin/pg_ctl".to_string());
+        // From `/`: the `postgres` user may not enter the test's working directory.
+        format!("cd / && su postgres -c '{pg_ctl} -D {data} -m fast -w restart -l {data}/../postgres.log'")
     })
 }
 

@@ -41,6 +41,19 @@ pub fn stack_env(layout: &Layout) -> Vec<(&'static str, String)> {
                 .to_string(),
         ),
     ];
+    // The dev Postgres's data directory and pg_ctl: the test that restarts it, and the
+    // projections bench that reads its CPU, find it there (outside the checkout when the
+    // checkout is private, see `Layout::server_state`).
+    env.push((
+        "CALLSTREAM_PG_DATA",
+        layout.postgres_data().display().to_string(),
+    ));
+    if let Some(bin) = crate::postgres::find_bin() {
+        env.push((
+            "CALLSTREAM_PG_CTL",
+            bin.tool("pg_ctl").display().to_string(),
+        ));
+    }
     // The Java tools' jars: Apicurio's deserializer, the Connect worker and its converter.
     for jars in crate::java_tools::ALL {
         env.push((jars.env, jars.libs(layout).display().to_string()));

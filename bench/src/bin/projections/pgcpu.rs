@@ -13,7 +13,8 @@
 //!   background writer, autovacuum), sampled every 100 ms: a backend that exits
 //!   loses at most its last 100 ms.
 //!
-//! The postmaster's pid is read from `.stack/postgres/data/postmaster.pid` (the
+//! The postmaster's pid is read from `$CALLSTREAM_PG_DATA/postmaster.pid`, else
+//! `.stack/postgres/data/postmaster.pid` (the
 //! dev stack's, relative to the repository root, where `cargo xtask bench`
 //! runs) or `BENCH_POSTGRES_PID`. Linux only; elsewhere the readings are `None`.
 
@@ -34,7 +35,10 @@ fn postmaster() -> Option<u32> {
     {
         return Some(pid);
     }
-    let text = std::fs::read_to_string(".stack/postgres/data/postmaster.pid").ok()?;
+    // `cargo xtask bench` says where the data is (outside a private checkout).
+    let data =
+        std::env::var("CALLSTREAM_PG_DATA").unwrap_or_else(|_| ".stack/postgres/data".to_string());
+    let text = std::fs::read_to_string(format!("{data}/postmaster.pid")).ok()?;
     text.lines().next()?.trim().parse().ok()
 }
 
