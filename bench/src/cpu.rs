@@ -9,12 +9,27 @@ use std::path::Path;
 
 /// Clock ticks per second of `utime`/`stime`: fixed at 100 by the Linux
 /// user-space ABI (`sysconf(_SC_CLK_TCK)`).
-const TICKS_PER_SECOND: f64 = 100.0;
+pub const TICKS_PER_SECOND: f64 = 100.0;
+
+/// The fields of a `/proc/<pid>/stat` line the benchmarks read, CPU in clock ticks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProcStat {
+    pub ppid: u32,
+    /// utime + stime.
+    pub ticks: u64,
+    /// cutime + cstime: the children it has waited for.
+    pub reaped_children_ticks: u64,
+}
+
+/// `/proc/<pid>/stat` of `pid` ("self", "self/task/<tid>", a number), parsed.
+pub fn proc_stat(pid: &str) -> Option<ProcStat> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_proc_stat(&stat)
+}
 
 /// User plus system CPU seconds used so far by process `pid` ("self" for this one).
 pub fn cpu_seconds(pid: &str) -> Option<f64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    parse_stat(&stat)
+    Some(proc_stat(pid)?.ticks as f64 / TICKS_PER_SECOND)
 }
 
 /// The broker's pid, from the pid file `cargo xtask up` writes (when the
@@ -25,15 +40,25 @@ pub fn broker_pid() -> Option<String> {
     (!pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit())).then(|| pid.to_string())
 }
 
-/// utime + stime of a `/proc/<pid>/stat` line, in seconds. The command name
-/// (field 2) may hold spaces and parentheses, so fields count from the last `)`.
-fn parse_stat(stat: &str) -> Option<f64> {
+/// A `/proc/<pid>/stat` line's fields. The command name (field 2) may hold
+/// spaces and parentheses, so fields count from the last `)`.
+fn parse_proc_stat(stat: &str) -> Option<ProcStat> {
     let rest = &stat[stat.rfind(')')? + 1..];
     let fields: Vec<&str> = rest.split_whitespace().collect();
-    // After the name: state is field 3, utime field 14, stime field 15.
-    let utime: u64 = fields.get(11)?.parse().ok()?;
-    let stime: u64 = fields.get(12)?.parse().ok()?;
-    Some((utime + stime) as f64 / TICKS_PER_SECOND)
+    let field = |i: usize| fields.get(i)?.parse::<u64>().ok();
+    // After the name: state is field 3, ppid 4, utime 14, stime 15, cutime 16,
+    // cstime 17; the children's are optional here (only pgcpu reads them).
+    Some(ProcStat {
+        ppid: u32::try_from(field(1)?).ok()?,
+        ticks: field(11)? + field(12)?,
+        reaped_children_ticks: field(13).unwrap_or(0) + field(14).unwrap_or(0),
+    })
+}
+
+/// utime + stime of a `/proc/<pid>/stat` line, in seconds.
+#[cfg(test)]
+fn parse_stat(stat: &str) -> Option<f64> {
+    Some(parse_proc_stat(stat)?.ticks as f64 / TICKS_PER_SECOND)
 }
 
 /// CPU used by this process and the broker between `start` and `finish`.

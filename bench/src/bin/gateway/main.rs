@@ -311,15 +311,7 @@ fn measure(
         "records",
     )?;
     report.emit("duplicates_on_topic", loss.duplicates as f64, "records")?;
-    if loss.unreadable > 0 {
-        bail!(
-            "{} records on the topic had no readable event-id header",
-            loss.unreadable
-        );
-    }
-    if loss.lost > 0 {
-        bail!("{} acknowledged events are not on the topic", loss.lost);
-    }
+    loss.ensure_complete()?;
     Ok(best_concurrency)
 }
 

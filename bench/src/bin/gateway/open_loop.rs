@@ -237,6 +237,17 @@ fn ms(d: Duration) -> f64 {
 mod tests {
     use super::*;
 
+    /// A target at `addr`, ten contacts, run `run`, answers awaited for `timeout`.
+    fn target(addr: std::net::SocketAddr, run: u64, timeout: Duration) -> Arc<Target> {
+        Arc::new(Target {
+            addr,
+            base_url: format!("http://{addr}"),
+            run,
+            contacts: 10,
+            timeout,
+        })
+    }
+
     /// Against a server that answers every request after 50 ms, four
     /// connections and 200 requests/s: a closed loop of four would send
     /// 80/s; the open loop keeps the schedule, and the requests queue for
@@ -257,13 +268,7 @@ mod tests {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         tokio::spawn(async move { axum::serve(listener, app).await });
-        let target = Arc::new(Target {
-            addr,
-            base_url: format!("http://{addr}"),
-            run: 1,
-            contacts: 10,
-            timeout: Duration::from_secs(5),
-        });
+        let target = target(addr, 1, Duration::from_secs(5));
         let plan = Plan {
             rate: 200,
             warmup: Duration::ZERO,
@@ -292,13 +297,7 @@ mod tests {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         drop(listener);
-        let target = Arc::new(Target {
-            addr,
-            base_url: format!("http://{addr}"),
-            run: 2,
-            contacts: 10,
-            timeout: Duration::from_millis(300),
-        });
+        let target = target(addr, 2, Duration::from_millis(300));
         let plan = Plan {
             rate: 1_000,
             warmup: Duration::ZERO,

@@ -130,15 +130,7 @@ pub fn run(
         best.unwrap_or(0) as f64,
         "events/s",
     )?;
-    if loss.unreadable > 0 {
-        bail!(
-            "{} records on the topic had no readable event-id header",
-            loss.unreadable
-        );
-    }
-    if loss.lost > 0 {
-        bail!("{} acknowledged events are not on the topic", loss.lost);
-    }
+    loss.ensure_complete()?;
     Ok(())
 }
 

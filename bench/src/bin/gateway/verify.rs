@@ -48,6 +48,23 @@ pub struct Loss {
     pub missing: HashSet<u128>,
 }
 
+impl Loss {
+    /// Fails when a record on the topic had no readable event id, or an
+    /// acknowledged event is not on the topic.
+    pub fn ensure_complete(&self) -> Result<()> {
+        if self.unreadable > 0 {
+            bail!(
+                "{} records on the topic had no readable event-id header",
+                self.unreadable
+            );
+        }
+        if self.lost > 0 {
+            bail!("{} acknowledged events are not on the topic", self.lost);
+        }
+        Ok(())
+    }
+}
+
 /// Reads all of `topic` (to the end offsets taken before reading) and
 /// matches it against `acknowledged`, within `timeout`; with `framing`,
 /// checks every value is in it.

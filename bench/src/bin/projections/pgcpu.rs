@@ -24,7 +24,8 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-const TICKS_PER_SECOND: f64 = 100.0;
+use callstream_bench::cpu::{proc_stat, ProcStat, TICKS_PER_SECOND};
+
 const SAMPLE_EVERY: Duration = Duration::from_millis(100);
 
 /// The postmaster's pid.
@@ -42,13 +43,8 @@ fn postmaster() -> Option<u32> {
     text.lines().next()?.trim().parse().ok()
 }
 
-/// `(ppid, utime + stime, cutime + cstime)` in ticks, from `/proc/<pid>/stat`.
-fn stat(pid: u32) -> Option<(u32, u64, u64)> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let rest = &text[text.rfind(')')? + 1..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let n = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok());
-    Some((u32::try_from(n(1)?).ok()?, n(11)? + n(12)?, n(13)? + n(14)?))
+fn stat(pid: u32) -> Option<ProcStat> {
+    proc_stat(&pid.to_string())
 }
 
 /// Whose a child of the postmaster is.
@@ -85,16 +81,20 @@ fn children(parent: u32) -> Vec<(u32, u64)> {
     entries
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
         .filter_map(|pid| {
-            let (ppid, cpu, _) = stat(pid)?;
-            (ppid == parent).then_some((pid, cpu))
+            let stat = stat(pid)?;
+            (stat.ppid == parent).then_some((pid, stat.ticks))
         })
         .collect()
 }
 
 /// The whole server's CPU ticks so far: the postmaster, its reaped children and its live ones.
 fn server_ticks(postmaster: u32) -> Option<u64> {
-    let (_, own, reaped) = stat(postmaster)?;
-    Some(own + reaped + children(postmaster).iter().map(|(_, c)| c).sum::<u64>())
+    let own = stat(postmaster)?;
+    Some(
+        own.ticks
+            + own.reaped_children_ticks
+            + children(postmaster).iter().map(|(_, c)| c).sum::<u64>(),
+    )
 }
 
 /// Postgres CPU used during a phase.
@@ -172,7 +172,7 @@ mod tests {
 
     #[test]
     fn this_process_reads_its_own_stat() {
-        let (ppid, _, _) = stat(std::process::id()).expect("own stat");
-        assert!(ppid > 0);
+        let own = stat(std::process::id()).expect("own stat");
+        assert!(own.ppid > 0);
     }
 }
