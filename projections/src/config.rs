@@ -35,8 +35,12 @@ pub struct ProjectionsConfig {
     /// it run at about 35,000/s, so the default is as large as a rebuild can afford.
     pub rebuild_fold_records: usize,
     /// Transactions a batch is committed in at once, each for a share of the views on a
-    /// connection of its own (`CALLSTREAM_PROJECTIONS_COMMIT_LANES`, default 2; 1 commits
+    /// connection of its own (`CALLSTREAM_PROJECTIONS_COMMIT_LANES`, default 4; 1 commits
     /// every view in one transaction). Each view's rows still commit with its own offsets.
+    /// Four (jobs, timeline, launches, the rest) applied 27,800 events/s against 25,500 with
+    /// two, three runs each interleaved on two cores (`cargo xtask bench projections --
+    /// --phases throughput --events 300000 --commit-lanes 2|3|4`): with more lanes a lane
+    /// that finishes its share early leaves less of the batch to wait for.
     pub commit_lanes: usize,
     /// Longest a batch waits to fill before it is applied
     /// (`CALLSTREAM_PROJECTIONS_BATCH_MS`, default 50: at 5,000 events/s the lag bench's
@@ -80,7 +84,7 @@ impl ProjectionsConfig {
             batch_max_records: 2000,
             rebuild_batch_records: 20_000,
             rebuild_fold_records: 500_000,
-            commit_lanes: 2,
+            commit_lanes: 4,
             batch_max_wait: Duration::from_millis(50),
             retry_initial: Duration::from_millis(200),
             retry_max: Duration::from_secs(5),

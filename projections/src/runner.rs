@@ -31,10 +31,12 @@ use crate::store::{self, Stats};
 use crate::telemetry::Telemetry;
 use crate::view::{Tables, View};
 
-/// A pool that connects lazily, so the projections start (and wait) while Postgres is down.
-pub fn lazy_pool(database_url: &str) -> Result<PgPool, ProjectionError> {
+/// A pool that connects lazily, so the projections start (and wait) while Postgres is down:
+/// a connection per commit lane and two more (the telemetry sampler, reading offsets).
+pub fn lazy_pool(database_url: &str, commit_lanes: usize) -> Result<PgPool, ProjectionError> {
+    let connections = u32::try_from(commit_lanes.max(1) + 2).unwrap_or(u32::MAX);
     Ok(PgPoolOptions::new()
-        .max_connections(4)
+        .max_connections(connections)
         .acquire_timeout(Duration::from_secs(5))
         .connect_lazy(database_url)?)
 }
@@ -94,7 +96,7 @@ pub async fn run_with_telemetry(
     telemetry: Arc<Telemetry>,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), ProjectionError> {
-    let pool = lazy_pool(&config.database_url)?;
+    let pool = lazy_pool(&config.database_url, config.commit_lanes)?;
     let admin = match config.admin_listen {
         Some(addr) => {
             // Bound first: a port taken stops the start, as it does for every service.
