@@ -8,7 +8,7 @@
 //! the launch -> job link and the launch's greatest completion, whichever arrives first.
 //!
 //! A batch takes two statements: every launch link and completion it carries goes into
-//! `job_launches` (one upsert, which returns the merged rows), then every job row it
+//! `job_launches` (one upsert, which returns the rows it changed), then every job row it
 //! changes goes into `jobs` (one upsert), with a completion for each launch that now has
 //! both its job and a completion. The completion is always the stored (greatest) one,
 //! never the incoming event, so the order completions arrive in does not matter.

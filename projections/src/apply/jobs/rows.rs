@@ -394,7 +394,10 @@ pub(super) struct MergedLink {
 }
 
 /// Upserts every launch link and completion of a batch in one statement and returns the
-/// rows as stored.
+/// rows it inserted or changed, as stored. A row the batch does not change (the launch's
+/// second link, from its `CallLaunch`; a completion no greater than the stored one) is
+/// neither rewritten nor returned: whatever it completes was completed in the transaction
+/// that stored it.
 pub(super) async fn write_links(
     conn: &mut PgConnection,
     tables: Tables,
@@ -413,6 +416,8 @@ pub(super) async fn write_links(
              completion_event_id = CASE WHEN {greater} THEN EXCLUDED.completion_event_id ELSE t.completion_event_id END,
              outcome = CASE WHEN {greater} THEN EXCLUDED.outcome ELSE t.outcome END,
              completion_at = CASE WHEN {greater} THEN EXCLUDED.completion_at ELSE t.completion_at END
+         WHERE (t.job_id IS NULL AND EXCLUDED.job_id IS NOT NULL)
+            OR (EXCLUDED.completion_at IS NOT NULL AND ({greater}))
          RETURNING tenant_id, launch_id, job_id, completion_event_id, completion_at, outcome"
     );
     sqlx::query_as(&sql)
