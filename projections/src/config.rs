@@ -70,6 +70,9 @@ pub struct ProjectionsConfig {
 pub const DEFAULT_ADMIN_LISTEN: SocketAddr =
     SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 9403);
 
+/// Commit lanes unless told otherwise (see [`ProjectionsConfig::commit_lanes`]).
+pub const DEFAULT_COMMIT_LANES: usize = 4;
+
 /// The dev stack's database.
 pub const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/callstream";
 
@@ -84,7 +87,7 @@ impl ProjectionsConfig {
             batch_max_records: 2000,
             rebuild_batch_records: 20_000,
             rebuild_fold_records: 500_000,
-            commit_lanes: 4,
+            commit_lanes: DEFAULT_COMMIT_LANES,
             batch_max_wait: Duration::from_millis(50),
             retry_initial: Duration::from_millis(200),
             retry_max: Duration::from_secs(5),

@@ -91,7 +91,7 @@ pub struct Args {
     rebuild_fold_records: Vec<usize>,
     /// Transactions a batch is committed in at once, a share of the views each (the
     /// projections' default).
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = callstream_projections::config::DEFAULT_COMMIT_LANES)]
     commit_lanes: usize,
     /// Events per second of the lag run.
     #[arg(long, default_value_t = 5_000)]
