@@ -5,11 +5,17 @@
 //! voice simulator over HTTP on loopback (instant calls, no faults; status
 //! callbacks go to a sink that answers 204), on fresh topics:
 //!
-//! 1. `launches_per_s`: a preloaded backlog of `--launches` commands, from
-//!    the dispatcher's first record handled to the last launch decided
-//!    (first non-`ambiguous` `call-launch`) and visible to a
-//!    `read_committed` reader. Each launch is two transactions (record
-//!    `dispatching`, then the outcome) around an HTTP create.
+//! 1. `launches_per_s`: a preloaded backlog of `--warmup-launches` then
+//!    `--launches` commands; the clock runs from the warm-up's last launch
+//!    decided (first non-`ambiguous` `call-launch`, visible to a
+//!    `read_committed` reader) to the last one's. Each launch is two
+//!    transactions (record `dispatching`, then the outcome) around an HTTP
+//!    create. The warm-up is what a long-running broker and dispatcher have
+//!    behind them (the broker's JIT compiles its transaction paths in the
+//!    first seconds: a broker just started cost 105 µs a launch against 51-61
+//!    warm); its own rate, from the first record handled, is
+//!    `warmup_launches_per_s`, as Kafka's `ProducerPerformance
+//!    --warmup-records` reports its warm-up apart.
 //! 2. `launch_p99_ms`: then commands at a steady `--latency-rate`, from the
 //!    moment each is handed to the producer to its decision being visible.
 //! 3. `max_calls_per_launch`: the most calls the simulator placed for one
@@ -63,6 +69,10 @@ struct Args {
     /// Launch commands of the throughput backlog.
     #[arg(long, default_value_t = 50_000)]
     launches: u64,
+    /// Launch commands ahead of the measured backlog, decided but not
+    /// measured (reported apart as `warmup_launches_per_s`; 0: none).
+    #[arg(long, default_value_t = 10_000)]
+    warmup_launches: u64,
     /// Launch commands per second of the latency phase (default: half the
     /// measured throughput, so the dispatcher is busy but not saturated).
     #[arg(long)]
@@ -137,9 +147,10 @@ fn measure(
         settings,
         &names.topics.name(LAUNCH_COMMANDS),
         run,
-        args.launches,
+        args.warmup_launches + args.launches,
     )?;
     info!(
+        warmup = args.warmup_launches,
         launches = args.launches,
         seconds = took.as_secs_f64(),
         "preloaded"
@@ -159,14 +170,20 @@ fn measure(
         send_deadline: Duration::from_millis(args.send_deadline_ms),
     };
     let timeout = Duration::from_secs(args.timeout_s);
-    let (mut dispatcher, dispatch, throughput) =
-        phases::throughput(args.launches, &mut outcomes, timeout, || {
-            start_dispatcher(settings, names, &sim, setup)
-        })?;
+    let (mut dispatcher, dispatch, throughput) = phases::throughput(
+        args.warmup_launches,
+        args.launches,
+        &mut outcomes,
+        timeout,
+        || start_dispatcher(settings, names, &sim, setup),
+    )?;
     report.emit("launches_per_s", throughput.launches_per_s(), "launches/s")?;
     report.emit("launches", throughput.launches as f64, "launches")?;
     report.emit("throughput_seconds", throughput.seconds, "s")?;
     report.emit("startup_seconds", throughput.startup_seconds, "s")?;
+    if let Some(rate) = throughput.warmup_launches_per_s() {
+        report.emit("warmup_launches_per_s", rate, "launches/s")?;
+    }
     let per_launch = |seconds: f64| seconds / throughput.launches as f64 * 1e6;
     for (group, seconds) in &throughput.cpu {
         report.emit(
@@ -202,7 +219,7 @@ fn measure(
         .latency_rate
         .unwrap_or_else(|| ((throughput.launches_per_s() / 2.0) as u64).max(10));
     let pace = Pace {
-        first: args.launches,
+        first: args.warmup_launches + args.launches,
         count: rate * args.seconds,
         per_second: rate,
     };
@@ -247,7 +264,7 @@ fn measure(
     let not_accepted = outcomes.not_accepted();
     report.emit("launches_not_accepted", not_accepted as f64, "launches")?;
     report.emit("ambiguous_reports", outcomes.ambiguous as f64, "records")?;
-    let launches = args.launches + pace.count;
+    let launches = args.warmup_launches + args.launches + pace.count;
     if max_calls != 1 || calls != launches {
         bail!("{calls} calls for {launches} launches, at most {max_calls} for one launch id: one call per launch is broken");
     }

@@ -1,9 +1,10 @@
 //! The two measurements, on one dispatcher and one set of topics:
 //!
-//! - throughput: a backlog of N launch commands, preloaded before the
-//!   dispatcher starts; the clock runs from its first record handled (so
-//!   group join and restore are left out, reported as `startup`) to the
-//!   N-th launch decided and visible to a `read_committed` reader;
+//! - throughput: a backlog of W warm-up then N launch commands, preloaded
+//!   before the dispatcher starts; the clock runs from the W-th launch
+//!   decided and visible to a `read_committed` reader to the (W+N)-th (the
+//!   warm-up's own clock from the first record handled, so group join and
+//!   restore are left out, reported as `startup`);
 //! - latency: once the backlog is done, commands at a steady rate; for
 //!   each, the time from handing it to the producer to its decision being
 //!   visible downstream.
@@ -28,12 +29,16 @@ const PROGRESS_EVERY: Duration = Duration::from_secs(5);
 /// What the throughput phase measured.
 pub struct Throughput {
     pub launches: u64,
-    /// First record handled to the N-th decision visible.
+    /// W-th decision visible to the (W+N)-th (first record handled to the
+    /// N-th without a warm-up).
     pub seconds: f64,
     /// Dispatcher start to first record handled.
     pub startup_seconds: f64,
-    /// CPU seconds by thread group (and the broker) over the same span,
-    /// start-up included.
+    pub warmup_launches: u64,
+    /// First record handled to the W-th decision visible.
+    pub warmup_seconds: f64,
+    /// CPU seconds by thread group (and the broker) over the measured span
+    /// (with no warm-up: start-up included).
     pub cpu: std::collections::BTreeMap<&'static str, f64>,
 }
 
@@ -41,30 +46,46 @@ impl Throughput {
     pub fn launches_per_s(&self) -> f64 {
         self.launches as f64 / self.seconds
     }
+
+    pub fn warmup_launches_per_s(&self) -> Option<f64> {
+        (self.warmup_launches > 0 && self.warmup_seconds > 0.0)
+            .then(|| self.warmup_launches as f64 / self.warmup_seconds)
+    }
 }
 
 /// Starts the dispatcher through `start` (which returns it with what else
-/// it started, `T`) and waits for `launches` decisions.
+/// it started, `T`) and waits for `warmup + launches` decisions, measuring
+/// the last `launches`.
 pub fn throughput<T>(
+    warmup: u64,
     launches: u64,
     outcomes: &mut Outcomes,
     timeout: Duration,
     start: impl FnOnce() -> Result<(RunningProcessor, T)>,
 ) -> Result<(RunningProcessor, T, Throughput)> {
-    let cpu_before = Reading::now();
+    let mut cpu_before = Reading::now();
     let started = Instant::now();
     let (mut dispatcher, with) = start()?;
     let mut first: Option<Instant> = None;
+    // When the warm-up was seen decided, and how many were by then (a read
+    // can take it past `warmup`: the measured span is the rest).
+    let mut warm: Option<(Instant, u64)> = None;
     let mut last_progress = Instant::now();
-    while outcomes.count() < launches {
+    let total = warmup + launches;
+    while outcomes.count() < total {
         dispatcher.ensure_running()?;
         if first.is_none() && dispatcher.metrics().records_in.get() > 0 {
             first = Some(Instant::now());
         }
         outcomes.read_some(Duration::from_millis(10));
+        if warm.is_none() && warmup > 0 && outcomes.count() >= warmup {
+            warm = Some((Instant::now(), outcomes.count()));
+            cpu_before = Reading::now();
+            info!(warmup, "warmed up; measuring");
+        }
         if started.elapsed() > timeout {
             bail!(
-                "only {} of {launches} launches decided after {timeout:?} (dispatcher handled {} records)",
+                "only {} of {total} launches decided after {timeout:?} (dispatcher handled {} records)",
                 outcomes.count(),
                 dispatcher.metrics().records_in.get()
             );
@@ -81,13 +102,16 @@ pub fn throughput<T>(
     let end = Instant::now();
     let cpu = Reading::now().since(&cpu_before);
     let first = first.unwrap_or(started);
+    let (from, decided_before) = warm.unwrap_or((first, 0));
     Ok((
         dispatcher,
         with,
         Throughput {
-            launches,
-            seconds: end.duration_since(first).as_secs_f64(),
+            launches: total - decided_before,
+            seconds: end.duration_since(from).as_secs_f64(),
             startup_seconds: first.duration_since(started).as_secs_f64(),
+            warmup_launches: decided_before,
+            warmup_seconds: from.duration_since(first).as_secs_f64(),
             cpu,
         },
     ))
