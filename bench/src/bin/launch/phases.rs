@@ -63,7 +63,8 @@ pub fn throughput<T>(
     timeout: Duration,
     start: impl FnOnce() -> Result<(RunningProcessor, T)>,
 ) -> Result<(RunningProcessor, T, Throughput)> {
-    let mut cpu_before = Reading::now();
+    let before_start = Reading::now();
+    let mut cpu_from: Option<Reading> = None;
     let started = Instant::now();
     let (mut dispatcher, with) = start()?;
     let mut first: Option<Instant> = None;
@@ -80,7 +81,7 @@ pub fn throughput<T>(
         outcomes.read_some(Duration::from_millis(10));
         if warm.is_none() && warmup > 0 && outcomes.count() >= warmup {
             warm = Some((Instant::now(), outcomes.count()));
-            cpu_before = Reading::now();
+            cpu_from = Some(Reading::now());
             info!(warmup, "warmed up; measuring");
         }
         if started.elapsed() > timeout {
@@ -100,7 +101,7 @@ pub fn throughput<T>(
         }
     }
     let end = Instant::now();
-    let cpu = Reading::now().since(&cpu_before);
+    let cpu = Reading::now().since(cpu_from.as_ref().unwrap_or(&before_start), &before_start);
     let first = first.unwrap_or(started);
     let (from, decided_before) = warm.unwrap_or((first, 0));
     Ok((

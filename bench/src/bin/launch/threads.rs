@@ -6,8 +6,8 @@
 //! elsewhere every group reads zero.
 //!
 //! librdkafka names its threads the same for every client, so they are told
-//! apart by birth: the threads alive at the first reading (taken just before
-//! the dispatcher starts) are this benchmark's own clients
+//! apart by birth: the threads alive at a reading taken just before the
+//! dispatcher starts are this benchmark's own clients
 //! (`librdkafka_bench`), those born since are the dispatcher's clients
 //! (`librdkafka`). [`Components`] sums the groups into what the dispatcher
 //! costs on its own (event loop, effect executor, its librdkafka clients)
@@ -69,8 +69,11 @@ impl Reading {
     }
 
     /// CPU seconds by group since `earlier` (threads born since count in
-    /// full; threads gone since are lost), the broker as `broker`.
-    pub fn since(&self, earlier: &Reading) -> BTreeMap<&'static str, f64> {
+    /// full; threads gone since are lost), the broker as `broker`; the
+    /// librdkafka threads alive at `before_start` (taken before the
+    /// dispatcher started: `earlier` itself, or an earlier reading when the
+    /// span starts after a warm-up) are this benchmark's.
+    pub fn since(&self, earlier: &Reading, before_start: &Reading) -> BTreeMap<&'static str, f64> {
         let mut split: BTreeMap<&'static str, f64> = BTreeMap::new();
         for (_, name) in GROUPS {
             split.insert(name, 0.0);
@@ -78,10 +81,10 @@ impl Reading {
         split.insert(BENCH_LIBRDKAFKA, 0.0);
         for (tid, (group, seconds)) in &self.threads {
             let before = earlier.threads.get(tid).map(|(_, s)| *s);
-            let group = match (*group, before) {
+            let group = match *group {
                 // Alive before the dispatcher started: this benchmark's own client.
-                ("librdkafka", Some(_)) => BENCH_LIBRDKAFKA,
-                (group, _) => group,
+                "librdkafka" if before_start.threads.contains_key(tid) => BENCH_LIBRDKAFKA,
+                group => group,
             };
             *split.entry(group).or_default() += (seconds - before.unwrap_or(0.0)).max(0.0);
         }
@@ -128,6 +131,17 @@ impl Components {
 mod tests {
     use super::*;
 
+    /// A reading of these (tid, group, CPU seconds), without the broker.
+    fn reading(threads: &[(&str, &'static str, f64)]) -> Reading {
+        Reading {
+            threads: threads
+                .iter()
+                .map(|(tid, group, s)| ((*tid).to_string(), (*group, *s)))
+                .collect(),
+            usage: Usage::default(),
+        }
+    }
+
     #[test]
     fn threads_are_grouped_by_name() {
         let cases = [
@@ -172,22 +186,26 @@ mod tests {
 
     #[test]
     fn librdkafka_threads_alive_before_are_the_benchmarks() {
-        let reading = |threads: &[(&str, &'static str, f64)]| Reading {
-            threads: threads
-                .iter()
-                .map(|(tid, group, s)| ((*tid).to_string(), (*group, *s)))
-                .collect(),
-            usage: Usage::default(),
-        };
         let before = reading(&[("1", "librdkafka", 1.0), ("2", "other", 1.0)]);
         let after = reading(&[
             ("1", "librdkafka", 3.0),
             ("2", "other", 1.5),
             ("3", "librdkafka", 5.0),
         ]);
-        let split = after.since(&before);
+        let split = after.since(&before, &before);
         assert_eq!(split[BENCH_LIBRDKAFKA], 2.0);
         assert_eq!(split["librdkafka"], 5.0);
         assert_eq!(split["other"], 0.5);
+    }
+
+    #[test]
+    fn after_a_warm_up_threads_are_still_told_apart_by_the_reading_before_the_start() {
+        let before_start = reading(&[("1", "librdkafka", 1.0)]);
+        // The dispatcher's client (3) was born before the warm-up ended.
+        let warm = reading(&[("1", "librdkafka", 2.0), ("3", "librdkafka", 4.0)]);
+        let end = reading(&[("1", "librdkafka", 3.0), ("3", "librdkafka", 10.0)]);
+        let split = end.since(&warm, &before_start);
+        assert_eq!(split[BENCH_LIBRDKAFKA], 1.0);
+        assert_eq!(split["librdkafka"], 6.0);
     }
 }
