@@ -73,6 +73,18 @@ pub const DEFAULT_ADMIN_LISTEN: SocketAddr =
 /// Commit lanes unless told otherwise (see [`ProjectionsConfig::commit_lanes`]).
 pub const DEFAULT_COMMIT_LANES: usize = 4;
 
+/// See [`ProjectionsConfig::batch_max_records`].
+pub const DEFAULT_BATCH_RECORDS: usize = 2000;
+
+/// See [`ProjectionsConfig::batch_max_wait`], in ms.
+pub const DEFAULT_BATCH_MAX_WAIT_MS: u64 = 50;
+
+/// See [`ProjectionsConfig::rebuild_batch_records`].
+pub const DEFAULT_REBUILD_BATCH_RECORDS: usize = 20_000;
+
+/// See [`ProjectionsConfig::rebuild_fold_records`].
+pub const DEFAULT_REBUILD_FOLD_RECORDS: usize = 500_000;
+
 /// The dev stack's database.
 pub const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/callstream";
 
@@ -84,11 +96,11 @@ impl ProjectionsConfig {
             kafka,
             topics,
             views: View::ALL.to_vec(),
-            batch_max_records: 2000,
-            rebuild_batch_records: 20_000,
-            rebuild_fold_records: 500_000,
+            batch_max_records: DEFAULT_BATCH_RECORDS,
+            rebuild_batch_records: DEFAULT_REBUILD_BATCH_RECORDS,
+            rebuild_fold_records: DEFAULT_REBUILD_FOLD_RECORDS,
             commit_lanes: DEFAULT_COMMIT_LANES,
-            batch_max_wait: Duration::from_millis(50),
+            batch_max_wait: Duration::from_millis(DEFAULT_BATCH_MAX_WAIT_MS),
             retry_initial: Duration::from_millis(200),
             retry_max: Duration::from_secs(5),
             metadata_interval: Duration::from_secs(30),

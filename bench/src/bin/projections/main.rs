@@ -33,7 +33,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use callstream_platform::{admin, KafkaSettings, Topics};
-use callstream_projections::{ProjectionsConfig, Tables};
+use callstream_projections::{config, ProjectionsConfig, Tables};
 use callstream_schemas::AnyEvent;
 use chrono::Utc;
 use clap::Parser;
@@ -74,24 +74,24 @@ pub struct Args {
     #[arg(long, default_value_t = callstream_platform::topics::DEFAULT_PARTITIONS)]
     partitions: i32,
     /// Most records in one Postgres transaction (the projections' default).
-    #[arg(long, default_value_t = 2000)]
+    #[arg(long, default_value_t = config::DEFAULT_BATCH_RECORDS)]
     batch_records: usize,
     /// Longest a batch waits to fill, ms (the projections' default).
-    #[arg(long, default_value_t = 50)]
+    #[arg(long, default_value_t = config::DEFAULT_BATCH_MAX_WAIT_MS)]
     batch_ms: u64,
-    /// Most records in one transaction of the rebuild (the projections' default).
-    #[arg(long, default_value_t = 20_000)]
+    /// Most records a rebuild reads from Kafka at once (the projections' default).
+    #[arg(long, default_value_t = config::DEFAULT_REBUILD_BATCH_RECORDS)]
     rebuild_batch_records: usize,
     /// Records a rebuild folds in memory before writing (its chunk), comma-separated: the
     /// rebuild runs once per value, back to back on the same log. The first is reported as
     /// `rebuild_*`, the others as `rebuild_fold_N_*`; the default's second, 2,000, folds no
     /// more than a live batch does and upserts every chunk after the first, as a rebuild
     /// did before it was a bulk load.
-    #[arg(long, value_delimiter = ',', default_values_t = [500_000usize, 2_000])]
+    #[arg(long, value_delimiter = ',', default_values_t = [config::DEFAULT_REBUILD_FOLD_RECORDS, 2_000])]
     rebuild_fold_records: Vec<usize>,
     /// Transactions a batch is committed in at once, a share of the views each (the
     /// projections' default).
-    #[arg(long, default_value_t = callstream_projections::config::DEFAULT_COMMIT_LANES)]
+    #[arg(long, default_value_t = config::DEFAULT_COMMIT_LANES)]
     commit_lanes: usize,
     /// Events per second of the lag run.
     #[arg(long, default_value_t = 5_000)]
