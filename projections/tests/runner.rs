@@ -347,3 +347,38 @@ fn every_permanent_failure_of_the_projections_opens_an_exception() {
         }
     }
 }
+
+/// The timeline inserts a batch's events without `ON CONFLICT` and falls back to it when
+/// the batch repeats an event the table already holds: events on the log again, read in a
+/// later batch, leave the timeline as it was and refuse nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_on_the_log_again_in_a_later_batch_leave_the_timeline_as_it_was() -> Result<()> {
+    let db = TestDb::new().await?;
+    let topics = topics().await?;
+    let producer = callstream_e2e::producer()?;
+    let mut produced = Produced::new();
+    let (events, _) = workload("tenant-r", 12, chrono::Utc::now());
+    produce_all(&producer, &topics, &events, &mut produced).await?;
+    let running = Live::start(&db, &topics);
+    caught_up(&db, &topics, &produced).await?;
+    let timeline = table_rows(&db.pool, "contact_timeline").await?;
+    let exceptions = table_rows(&db.pool, "exceptions").await?;
+    assert!(!timeline.is_empty());
+
+    // Every third event again, after the first ones were applied: a later batch.
+    let again: Vec<_> = events.iter().step_by(3).cloned().collect();
+    produce_all(&producer, &topics, &again, &mut produced).await?;
+    caught_up(&db, &topics, &produced).await?;
+    running.stop().await?;
+    assert_eq!(
+        table_rows(&db.pool, "contact_timeline").await?,
+        timeline,
+        "the timeline changed when events came again"
+    );
+    assert_eq!(
+        table_rows(&db.pool, "exceptions").await?,
+        exceptions,
+        "a record was refused (and reported) when events came again"
+    );
+    Ok(())
+}

@@ -1,6 +1,8 @@
 //! The views about actions: audit (every operator and system action) and the contact
-//! timeline (every event of a contact). Both keep the first row of an event
-//! (`ON CONFLICT DO NOTHING`), one insert per batch. (Commands have a file of their own.)
+//! timeline (every event of a contact). Both keep the first row of an event, one insert
+//! per batch: audit with `ON CONFLICT DO NOTHING`, the timeline's events with a plain
+//! insert that falls back to it when the batch repeats a stored event. (Commands have a
+//! file of their own.)
 
 use callstream_schemas::{
     ActorKind, AnyEvent, AuditEvent, ContactCommand, ControlChange, Envelope, Timestamp,
@@ -169,16 +171,68 @@ pub(super) async fn timeline(
     records: &[Located<'_>],
     how: Write,
 ) -> Result<(), sqlx::Error> {
-    let mut fold = Fold::default();
+    // Events and holds apart: an event's id is on the log once (twice only after a
+    // producer's retry), while a hold's id repeats in every later state that still shows
+    // it, so only the events are worth inserting without `ON CONFLICT` first.
+    let mut events = Fold::default();
+    let mut holds = Fold::default();
     for record in records {
-        for row in timeline_row(record).into_iter().chain(hold_rows(record)) {
-            fold.add_first((row.tenant_id, row.event_id), row);
+        if let Some(row) = timeline_row(record) {
+            events.add_first((row.tenant_id, row.event_id), row);
+        }
+        for row in hold_rows(record) {
+            // A hold's id is derived from its job, never an event's own: kept apart anyway.
+            let key = (row.tenant_id, row.event_id);
+            if events.get(&key).is_none() {
+                holds.add_first(key, row);
+            }
         }
     }
-    if fold.is_empty() {
+    if how == Write::Copy {
+        // A load into empty tables, with no key yet to skip on: each row once.
+        write_timeline(conn, tables, events.rows(), Insert::Copy).await?;
+        return write_timeline(conn, tables, holds.rows(), Insert::Copy).await;
+    }
+    if !events.is_empty() {
+        // A plain insert spares Postgres `ON CONFLICT`'s second probe of the key and its
+        // confirm record per row (20-25% of the insert's time, measured on this table);
+        // a batch that repeats an event already stored inserts again, skipping it.
+        let mut savepoint = sqlx::Connection::begin(&mut *conn).await?;
+        match write_timeline(&mut savepoint, tables, events.rows(), Insert::Plain).await {
+            Ok(()) => savepoint.commit().await?,
+            Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {
+                savepoint.rollback().await?;
+                write_timeline(conn, tables, events.rows(), Insert::SkipExisting).await?;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    if !holds.is_empty() {
+        write_timeline(conn, tables, holds.rows(), Insert::SkipExisting).await?;
+    }
+    Ok(())
+}
+
+/// How [`write_timeline`] writes its rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Insert {
+    /// `COPY` into a rebuild's empty table.
+    Copy,
+    /// `INSERT`, failing on a row already there.
+    Plain,
+    /// `INSERT ... ON CONFLICT DO NOTHING`.
+    SkipExisting,
+}
+
+async fn write_timeline(
+    conn: &mut PgConnection,
+    tables: Tables,
+    rows: &[TimelineRow<'_>],
+    how: Insert,
+) -> Result<(), sqlx::Error> {
+    if rows.is_empty() {
         return Ok(());
     }
-    let rows = fold.rows();
     let columns = [
         ("tenant_id", "text"),
         ("event_id", "uuid"),
@@ -195,7 +249,7 @@ pub(super) async fn timeline(
         ("event", "json"),
     ];
     let table = tables.name("contact_timeline");
-    if how == Write::Copy {
+    if how == Insert::Copy {
         let names: Vec<&str> = columns.iter().map(|(name, _)| *name).collect();
         copy_rows(conn, &table, &names, rows, |f, r| {
             f.text(Some(r.tenant_id))
@@ -216,24 +270,26 @@ pub(super) async fn timeline(
         return Ok(());
     }
     let insert = insert_unnest(&table, &columns);
-    sqlx::query(&format!(
-        "{insert} ON CONFLICT (tenant_id, event_id) DO NOTHING"
-    ))
-    .bind(col(rows, |r| r.tenant_id))
-    .bind(col(rows, |r| r.event_id))
-    .bind(col(rows, |r| r.contact_id.as_str()))
-    .bind(col(rows, |r| r.occurred_at))
-    .bind(col(rows, |r| r.event_type.as_str()))
-    .bind(col(rows, |r| r.what.as_deref()))
-    .bind(col(rows, |r| r.reason.as_deref()))
-    .bind(col(rows, |r| r.causation_id))
-    .bind(col(rows, |r| r.correlation_id))
-    .bind(col(rows, |r| r.topic))
-    .bind(col(rows, |r| r.partition))
-    .bind(col(rows, |r| r.offset))
-    .bind(col(rows, |r| r.event.as_str()))
-    .execute(&mut *conn)
-    .await?;
+    let sql = match how {
+        Insert::SkipExisting => format!("{insert} ON CONFLICT (tenant_id, event_id) DO NOTHING"),
+        _ => insert,
+    };
+    sqlx::query(&sql)
+        .bind(col(rows, |r| r.tenant_id))
+        .bind(col(rows, |r| r.event_id))
+        .bind(col(rows, |r| r.contact_id.as_str()))
+        .bind(col(rows, |r| r.occurred_at))
+        .bind(col(rows, |r| r.event_type.as_str()))
+        .bind(col(rows, |r| r.what.as_deref()))
+        .bind(col(rows, |r| r.reason.as_deref()))
+        .bind(col(rows, |r| r.causation_id))
+        .bind(col(rows, |r| r.correlation_id))
+        .bind(col(rows, |r| r.topic))
+        .bind(col(rows, |r| r.partition))
+        .bind(col(rows, |r| r.offset))
+        .bind(col(rows, |r| r.event.as_str()))
+        .execute(&mut *conn)
+        .await?;
     Ok(())
 }
 
