@@ -226,34 +226,3 @@ pub async fn wait_writable(
     }
     Ok(started.elapsed())
 }
-
-/// Deletes every topic of the cluster whose name starts with `prefix` (a test's leftovers:
-/// a run that fails keeps its topics to look at, and each one left makes every later
-/// broker restart recover its partitions); returns how many it deleted.
-pub async fn delete_topics_starting_with(kafka: &KafkaSettings, prefix: &str) -> Result<usize> {
-    use rdkafka::admin::AdminOptions;
-    let admin = callstream_platform::admin::admin_client(kafka)?;
-    let metadata = admin
-        .inner()
-        .fetch_metadata(None, std::time::Duration::from_secs(30))
-        .context("listing the cluster's topics")?;
-    let names: Vec<String> = metadata
-        .topics()
-        .iter()
-        .map(|t| t.name().to_owned())
-        .filter(|name| name.starts_with(prefix))
-        .collect();
-    let options = AdminOptions::new().operation_timeout(Some(std::time::Duration::from_secs(60)));
-    for chunk in names.chunks(100) {
-        let chunk: Vec<&str> = chunk.iter().map(String::as_str).collect();
-        for result in admin.delete_topics(&chunk, &options).await? {
-            // Gone already (another cleaner) is as good as deleted.
-            if let Err((topic, code)) = result {
-                if code != rdkafka::types::RDKafkaErrorCode::UnknownTopicOrPartition {
-                    anyhow::bail!("deleting {topic}: {code}");
-                }
-            }
-        }
-    }
-    Ok(names.len())
-}

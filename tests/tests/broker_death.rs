@@ -322,15 +322,6 @@ async fn brokers_die_under_load_and_nothing_is_lost_or_repeated() {
          rdkafka::client=off,callstream_gateway=error,callstream_contact=error",
     );
     let kafka = cluster::settings("admin").unwrap();
-    // Earlier runs' topics (a failed run keeps its own): each left makes every broker
-    // restart below recover its partitions too, and 3,000 of them once kept the restarted
-    // brokers out of the in-sync sets for longer than the test waits.
-    match cluster::delete_topics_starting_with(&kafka, "death-").await {
-        Ok(0) => {}
-        Ok(n) => eprintln!("deleted {n} topics of earlier runs"),
-        // The test can still run; only its brokers' restarts take longer.
-        Err(error) => eprintln!("could not delete earlier runs' topics: {error:#}"),
-    }
     let prefix = format!("death-{}-", Uuid::new_v4().simple());
     let topics = cluster_topics(&prefix);
     // A topic of its own, replicated alike, to see the cluster take writes before the test
@@ -749,10 +740,6 @@ async fn brokers_die_under_load_and_nothing_is_lost_or_repeated() {
             "detector_client_replacements": detector_metrics.client_replacements.get(),
         })
     );
-    // Passed: nothing here to look at later (the next run deletes what this could not).
-    if let Err(error) = cluster::delete_topics_starting_with(&kafka, &prefix).await {
-        eprintln!("could not delete this run's topics: {error:#}");
-    }
 }
 
 /// What a fresh `read_committed` reader finds on a topic: every distinct record (by

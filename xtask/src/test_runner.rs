@@ -9,7 +9,8 @@
 //! can run side by side; the few that stop a server of the stack run alone at the end.
 //!
 //! The run ends with `N passed, N failed` and fails when a build, a binary or a test does.
-//! A passing run deletes the topics its tests made (see `kafka::topics`).
+//! A passing run deletes the topics its tests made, on the dev broker and on the cluster (see
+//! `kafka::topics`).
 
 use std::collections::{BTreeSet, VecDeque};
 use std::fs::{self, File};
@@ -23,7 +24,7 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context, Result};
 
 use crate::cargo_cmds::{cargo, run_topics_create, stack_env};
-use crate::kafka::topics;
+use crate::kafka::topics::{self, Broker};
 use crate::layout::Layout;
 use crate::stack;
 use crate::summary::Tally;
@@ -82,7 +83,7 @@ pub fn test(layout: &Layout, args: &[String]) -> Result<()> {
         }
     }
 
-    let topics_before = topics_before_the_run(layout);
+    let topics_before = topics_before_the_run(layout, &Broker::dev(layout));
 
     let durations_file = layout.stack.join("test-durations.tsv");
     let mut durations =
@@ -185,9 +186,7 @@ pub fn test(layout: &Layout, args: &[String]) -> Result<()> {
     let _ = fs::write(&durations_file, test_plan::format_durations(&durations));
     if let Some(before) = topics_before {
         let passed = outcomes.iter().all(Outcome::ok);
-        if let Err(e) = clean_up_topics(layout, &before, passed) {
-            println!("topics: warning: could not clean up the run's topics: {e:#}");
-        }
+        clean_up_topics(layout, &Broker::dev(layout), &before, passed);
     }
     report(&outcomes, not_run.as_deref(), started.elapsed())
 }
@@ -210,15 +209,16 @@ fn set_up_for_tests(layout: &Layout) -> Result<()> {
     Ok(())
 }
 
-/// Deletes what a failed earlier run kept, then lists the topics there are before the tests
-/// make theirs. `None` when the broker's topics cannot be listed: then nothing is cleaned up.
-fn topics_before_the_run(layout: &Layout) -> Option<BTreeSet<String>> {
-    match topics::delete_leftovers(layout) {
+/// Deletes what a failed earlier run kept on `broker`, then lists the topics there are before
+/// the tests make theirs. `None` when the broker's topics cannot be listed: then nothing is
+/// cleaned up.
+fn topics_before_the_run(layout: &Layout, broker: &Broker) -> Option<BTreeSet<String>> {
+    match topics::delete_leftovers(layout, broker) {
         Ok(0) => {}
         Ok(n) => println!("topics: deleted {n} topics an earlier failed run kept"),
         Err(e) => println!("topics: warning: could not delete an earlier run's topics: {e:#}"),
     }
-    match topics::list(layout) {
+    match topics::list(layout, broker) {
         Ok(names) => Some(names),
         Err(e) => {
             println!("topics: warning: cannot list topics, so this run's stay: {e:#}");
@@ -227,25 +227,34 @@ fn topics_before_the_run(layout: &Layout) -> Option<BTreeSet<String>> {
     }
 }
 
-/// Deletes the topics the run made when it passed; keeps them for inspection when it failed.
-fn clean_up_topics(layout: &Layout, before: &BTreeSet<String>, passed: bool) -> Result<()> {
-    let made: BTreeSet<String> = topics::list(layout)?.difference(before).cloned().collect();
-    if made.is_empty() {
-        return Ok(());
+/// Deletes the topics the run made on `broker` when it passed; keeps them for inspection
+/// when it failed. A failure to do either is a warning: the tests' outcome stands.
+fn clean_up_topics(layout: &Layout, broker: &Broker, before: &BTreeSet<String>, passed: bool) {
+    let cleaned = || -> Result<()> {
+        let made: BTreeSet<String> = topics::list(layout, broker)?
+            .difference(before)
+            .cloned()
+            .collect();
+        if made.is_empty() {
+            return Ok(());
+        }
+        if passed {
+            topics::delete(layout, broker, &made)?;
+            println!("topics: deleted the {} topics the tests made", made.len());
+        } else {
+            topics::keep_for_inspection(broker, &made)?;
+            println!(
+                "topics: kept the {} topics the tests made, for inspection (listed in {}); the \
+                 next run deletes them",
+                made.len(),
+                layout.show(broker.leftovers_file())
+            );
+        }
+        Ok(())
+    };
+    if let Err(e) = cleaned() {
+        println!("topics: warning: could not clean up the run's topics: {e:#}");
     }
-    if passed {
-        topics::delete(layout, &made)?;
-        println!("topics: deleted the {} topics the tests made", made.len());
-    } else {
-        topics::keep_for_inspection(layout, &made)?;
-        println!(
-            "topics: kept the {} topics the tests made, for inspection (listed in {}); the next \
-             run deletes them",
-            made.len(),
-            layout.show(&layout.test_topics_file())
-        );
-    }
-    Ok(())
 }
 
 /// `cargo test --no-run`, reading the test executables from cargo's JSON messages while its
@@ -333,7 +342,15 @@ fn cluster_phase(
             job
         })
         .collect();
+    // The cluster keeps its data between runs like the dev broker: its tests' topics are
+    // cleaned up the same way.
+    let broker = Broker::cluster(layout);
+    let topics_before = topics_before_the_run(layout, &broker);
     let outcomes = run_pool(jobs, 1, logs);
+    if let Some(before) = topics_before {
+        let passed = outcomes.iter().all(Outcome::ok);
+        clean_up_topics(layout, &broker, &before, passed);
+    }
     // Stopped either way: the soak comes next and wants the machine; the logs stay.
     if let Err(e) = crate::cluster::down(layout) {
         println!("test: warning: the cluster did not stop: {e:#}");

@@ -138,6 +138,11 @@ fn client_file(layout: &Layout, user: &str) -> PathBuf {
     layout.cluster_clients().join(format!("{user}.properties"))
 }
 
+/// The admin's client settings (`--command-config` of Kafka's tools).
+pub fn admin_client_file(layout: &Layout) -> PathBuf {
+    client_file(layout, acls::ADMIN)
+}
+
 fn acl_file(layout: &Layout) -> PathBuf {
     layout.cluster_dir().join("acls.tsv")
 }
