@@ -64,13 +64,12 @@ pub fn throughput<T>(
     start: impl FnOnce() -> Result<(RunningProcessor, T)>,
 ) -> Result<(RunningProcessor, T, Throughput)> {
     let before_start = Reading::now();
-    let mut cpu_from: Option<Reading> = None;
     let started = Instant::now();
     let (mut dispatcher, with) = start()?;
     let mut first: Option<Instant> = None;
-    // When the warm-up was seen decided, and how many were by then (a read
-    // can take it past `warmup`: the measured span is the rest).
-    let mut warm: Option<(Instant, u64)> = None;
+    // When the warm-up was seen decided, how many were by then (a read can
+    // take it past `warmup`: the measured span is the rest) and the CPU then.
+    let mut warm: Option<(Instant, u64, Reading)> = None;
     let mut last_progress = Instant::now();
     let total = warmup + launches;
     while outcomes.count() < total {
@@ -80,8 +79,7 @@ pub fn throughput<T>(
         }
         outcomes.read_some(Duration::from_millis(10));
         if warm.is_none() && warmup > 0 && outcomes.count() >= warmup {
-            warm = Some((Instant::now(), outcomes.count()));
-            cpu_from = Some(Reading::now());
+            warm = Some((Instant::now(), outcomes.count(), Reading::now()));
             info!(warmup, "warmed up; measuring");
         }
         if started.elapsed() > timeout {
@@ -101,9 +99,12 @@ pub fn throughput<T>(
         }
     }
     let end = Instant::now();
-    let cpu = Reading::now().since(cpu_from.as_ref().unwrap_or(&before_start), &before_start);
+    let at_end = Reading::now();
     let first = first.unwrap_or(started);
-    let (from, decided_before) = warm.unwrap_or((first, 0));
+    let (from, decided_before, cpu) = match warm {
+        Some((at, decided, reading)) => (at, decided, at_end.since(&reading, &before_start)),
+        None => (first, 0, at_end.since(&before_start, &before_start)),
+    };
     Ok((
         dispatcher,
         with,
